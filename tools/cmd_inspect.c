@@ -1,0 +1,10 @@
+// Placeholder until the command lands.
+#include <stdio.h>
+
+#include "commands.h"
+
+int cmd_inspect(int argc, char **argv) {
+  (void)argc;
+  fprintf(stderr, "wick %s: not implemented yet\n", argv[0]);
+  return 1;
+}
