@@ -25,6 +25,9 @@ typedef enum gguf_vtype {
   GGUF_FLOAT64 = 12,
 } gguf_vtype;
 
+// Short lower-case name of a value type ("u32", "str", "arr"); "?" if unknown.
+const char *gguf_vtype_name(gguf_vtype t);
+
 // A string inside the mapped file: not NUL-terminated.
 typedef struct gguf_str {
   const char *ptr;
@@ -67,6 +70,8 @@ gguf_vtype gguf_kv_type(const gguf_kv *kv);
 // (integers and bools convert to int, any number converts to float).
 bool gguf_kv_int(const gguf_kv *kv, int64_t *out);
 bool gguf_kv_float(const gguf_kv *kv, double *out);
+// A u64 value exactly (also any non-negative integer); false otherwise.
+bool gguf_kv_u64(const gguf_kv *kv, uint64_t *out);
 bool gguf_kv_bool(const gguf_kv *kv, bool *out);
 bool gguf_kv_str(const gguf_kv *kv, gguf_str *out);
 // Arrays (false / 0 if kv is not an array).
@@ -77,6 +82,7 @@ gguf_str gguf_arr_str(const gguf_kv *kv, uint64_t i);
 // Element i of a numeric array, converted; false if out of range / not numeric.
 bool gguf_arr_int(const gguf_kv *kv, uint64_t i, int64_t *out);
 bool gguf_arr_float(const gguf_kv *kv, uint64_t i, double *out);
+bool gguf_arr_u64(const gguf_kv *kv, uint64_t i, uint64_t *out);
 // Element i of an array of arrays.
 const gguf_kv *gguf_arr_arr(const gguf_kv *kv, uint64_t i);
 
@@ -106,6 +112,12 @@ int gguf_writer_add_str(gguf_writer *w, const char *key, const char *v);
 // Arrays of scalars: elem_type one of the numeric/bool vtypes, data packed LE.
 int gguf_writer_add_arr(gguf_writer *w, const char *key, gguf_vtype elem_type,
                         const void *data, uint64_t n);
+// A scalar of any numeric/bool type; v points at its value (host = LE).
+int gguf_writer_add_scalar(gguf_writer *w, const char *key, gguf_vtype type, const void *v);
+// Any value (nested arrays included), given encoded as in the file after the
+// type tag; checked to be exactly one well-formed value.
+int gguf_writer_add_raw(gguf_writer *w, const char *key, gguf_vtype type, const void *val,
+                        size_t len);
 int gguf_writer_add_arr_str(gguf_writer *w, const char *key, const char *const *v, uint64_t n);
 // Copies one metadata entry (any type, nested arrays included) from a reader.
 int gguf_writer_copy_kv(gguf_writer *w, const gguf_kv *kv);
