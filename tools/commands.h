@@ -10,6 +10,7 @@ int cmd_chat(int argc, char **argv);
 int cmd_perplexity(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_mkmodel(int argc, char **argv);
+int cmd_logits(int argc, char **argv);
 
 // "smollm2" and "gemma3" name the default models; anything else is a path.
 // Looks in $WICK_MODELS, then ./models, then models/ beside the executable.

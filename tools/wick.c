@@ -18,6 +18,7 @@ static const command k_commands[] = {
     {"inspect", cmd_inspect, "print a model file's metadata and tensors"},
     {"bench", cmd_bench, "prompt and generation speed"},
     {"mkmodel", cmd_mkmodel, "write a GGUF of real shapes with random weights"},
+    {"logits", cmd_logits, "write the logits of given token ids (for tests)"},
 };
 
 static void usage(FILE *f) {

@@ -1,11 +1,17 @@
 #include "base/pool.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 
 #include "base/alloc.h"
 
+// Workers spin this many pause-loops for the next job before they sleep; every
+// YIELD_EVERY iterations they (and the waiting caller) yield the core, so that
+// on a machine with more runnable threads than cores the thread holding the
+// work gets to run.
 #define SPIN_ITERS 20000
+#define YIELD_EVERY 256
 
 struct wk_pool {
   int n;                  // threads including the caller
@@ -34,8 +40,10 @@ static void *worker_main(void *arg) {
     int spins = 0;
     while ((g = atomic_load_explicit(&p->generation, memory_order_acquire)) == seen &&
            !atomic_load(&p->stop) && spins < SPIN_ITERS) {
-      spins++;
-      __builtin_ia32_pause();
+      if (++spins % YIELD_EVERY == 0)
+        sched_yield();
+      else
+        __builtin_ia32_pause();
     }
     if (g == seen && !atomic_load(&p->stop)) {
       pthread_mutex_lock(&p->mu);
@@ -112,5 +120,10 @@ void wk_pool_run(wk_pool *p, wk_pool_fn fn, void *ctx) {
   pthread_cond_broadcast(&p->wake);
   pthread_mutex_unlock(&p->mu);
   fn(ctx, 0, p->n);
-  while (atomic_load_explicit(&p->pending, memory_order_acquire) > 0) __builtin_ia32_pause();
+  for (unsigned spins = 1; atomic_load_explicit(&p->pending, memory_order_acquire) > 0; spins++) {
+    if (spins % YIELD_EVERY == 0)
+      sched_yield();
+    else
+      __builtin_ia32_pause();
+  }
 }

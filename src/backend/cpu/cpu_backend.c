@@ -1,0 +1,409 @@
+// The CPU backend: f32 activations, weights used in place from the mapping,
+// a paged f32 KV cache, every buffer sized once in prepare.
+//
+// KV cache layout: for each layer, K is [n_blocks][block_size][kv_dim] floats
+// (kv_dim = n_kv_heads * head_dim), V the same, layers one after another in
+// two arrays (k_cache, v_cache).
+#include <inttypes.h>
+#include <string.h>
+
+#include "backend/backend.h"
+#include "backend/cpu/cpu_ops.h"
+#include "backend/cpu/dequant.h"
+#include "backend/cpu/matmul.h"
+#include "base/alloc.h"
+#include "quant/quant.h"
+#include "quant/types.h"
+
+typedef struct layer_vecs {  // f32 copies of a layer's 1-D tensors (NULL if absent)
+  float *attn_norm, *bq, *bk, *bv, *q_norm, *k_norm, *post_attn_norm, *ffn_norm, *post_ffn_norm;
+  double *freqs;             // [rope_dim / 2] RoPE angle per position of each pair
+} layer_vecs;
+
+typedef struct cpu_ctx {
+  const wk_model *m;
+  wk_backend_params p;
+  wk_pool *pool;
+  int n_threads;
+  layer_vecs *lv;         // [n_layers]
+  float *vecs;            // storage of every layer_vecs float vector and out_norm
+  double *freqs;          // [n_layers][rope_dim / 2]
+  float *out_norm;        // (dim)
+  float *k_cache, *v_cache;
+  size_t kv_dim;          // n_kv_heads * head_dim
+  size_t kv_layer;        // floats of one layer in k_cache (and in v_cache)
+  size_t max_pos;         // n_blocks * block_size: most positions a sequence can hold
+  float *x, *xb;          // [T][dim] residual stream, normalized / projected
+  float *q, *att;         // [T][n_heads * head_dim]
+  float *k, *v;           // [T][kv_dim]
+  float *gate, *up;       // [T][ffn_dim]
+  float *xl;              // [max_logits][dim] rows whose logits are wanted
+  int32_t *tok_seq;       // [T] sequence of each token
+  int32_t *tok_pos;       // [T] position of each token
+  float *mm_scratch;      // [n_threads][mm_per]
+  size_t mm_per;
+  float *att_scratch;     // [n_threads][max_pos]
+  uint64_t ws_bytes, kv_bytes;
+} cpu_ctx;
+
+// ---- prepare ----
+
+static void ctx_release(cpu_ctx *c) {
+  void *bufs[] = {c->lv, c->vecs, c->freqs, c->k_cache, c->v_cache, c->x, c->xb, c->q, c->att,
+                  c->k, c->v, c->gate, c->up, c->xl, c->tok_seq, c->tok_pos, c->mm_scratch,
+                  c->att_scratch};
+  for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) wk_free(bufs[i]);
+  wk_pool_destroy(c->pool);
+  memset(c, 0, sizeof *c);
+}
+
+// n * elt bytes (zeroed), counted into *acct; NULL on overflow or no memory.
+static void *alloc_arr(size_t n, size_t elt, uint64_t *acct) {
+  size_t bytes;
+  if (!wk_mul_ok(n, elt, &bytes) || bytes == 0) return NULL;
+  *acct += bytes;
+  return wk_calloc(n, elt);
+}
+
+static size_t mul3(size_t a, size_t b, size_t c) {
+  size_t ab, abc;
+  return wk_mul_ok(a, b, &ab) && wk_mul_ok(ab, c, &abc) ? abc : 0;
+}
+
+// Dequantizes a 1-D tensor (if present) to cursor and points *dst at it
+// (NULL if absent); returns the next free float.
+static float *vec_take(const wk_tensor *t, float **dst, float *cursor) {
+  *dst = NULL;
+  if (!t->data) return cursor;
+  int rc = wk_dequantize_row(t->type, t->data, cursor, t->ne[0]);
+  WK_ASSERT(rc == WICK_OK);
+  *dst = cursor;
+  return cursor + t->ne[0];
+}
+
+static int copy_vectors(cpu_ctx *c, wk_error *err) {
+  const wk_model *m = c->m;
+  size_t n = (size_t)m->dim;
+  for (int il = 0; il < m->n_layers; il++) {
+    const wk_layer *l = &m->layers[il];
+    const wk_tensor *ts[] = {&l->attn_norm, &l->bq, &l->bk, &l->bv, &l->q_norm, &l->k_norm,
+                             &l->post_attn_norm, &l->ffn_norm, &l->post_ffn_norm};
+    for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++)
+      if (ts[i]->data) n += (size_t)ts[i]->ne[0];
+  }
+  const size_t half = (size_t)m->rope_dim / 2;
+  c->vecs = alloc_arr(n, sizeof(float), &c->ws_bytes);
+  c->lv = alloc_arr((size_t)m->n_layers, sizeof *c->lv, &c->ws_bytes);
+  c->freqs = alloc_arr(half * (size_t)m->n_layers, sizeof(double), &c->ws_bytes);
+  float *div = m->rope_freqs.data ? wk_malloc(half * sizeof(float)) : NULL;
+  if (!c->vecs || !c->lv || !c->freqs || (m->rope_freqs.data && !div)) {
+    wk_free(div);
+    return wk_fail(err, WICK_ERR_NOMEM, "cpu: out of memory for norm weights");
+  }
+  if (div) WK_ASSERT(wk_dequantize_row(m->rope_freqs.type, m->rope_freqs.data, div,
+                                       (int64_t)half) == WICK_OK);
+  float *cur = c->vecs;
+  cur = vec_take(&m->out_norm, &c->out_norm, cur);
+  for (int il = 0; il < m->n_layers; il++) {
+    const wk_layer *l = &m->layers[il];
+    layer_vecs *v = &c->lv[il];
+    cur = vec_take(&l->attn_norm, &v->attn_norm, cur);
+    cur = vec_take(&l->bq, &v->bq, cur);
+    cur = vec_take(&l->bk, &v->bk, cur);
+    cur = vec_take(&l->bv, &v->bv, cur);
+    cur = vec_take(&l->q_norm, &v->q_norm, cur);
+    cur = vec_take(&l->k_norm, &v->k_norm, cur);
+    cur = vec_take(&l->post_attn_norm, &v->post_attn_norm, cur);
+    cur = vec_take(&l->ffn_norm, &v->ffn_norm, cur);
+    cur = vec_take(&l->post_ffn_norm, &v->post_ffn_norm, cur);
+    v->freqs = c->freqs + half * (size_t)il;
+    cpu_rope_freqs(v->freqs, m->rope_dim, l->rope_base, l->rope_freq_scale, div);
+  }
+  wk_free(div);
+  return WICK_OK;
+}
+
+static int check_params(const wk_backend_params *p, wk_error *err) {
+  const struct {
+    const char *name;
+    int v;
+  } f[] = {{"max_batch_tokens", p->max_batch_tokens}, {"max_seqs", p->max_seqs},
+           {"max_logits", p->max_logits},             {"kv.block_size", p->kv.block_size},
+           {"kv.n_blocks", p->kv.n_blocks}};
+  for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
+    if (f[i].v < 1)
+      return wk_fail(err, WICK_ERR_INVALID, "cpu: %s = %d, expected >= 1", f[i].name, f[i].v);
+  if (p->n_threads < 0 || p->n_threads > 1024)
+    return wk_fail(err, WICK_ERR_INVALID, "cpu: n_threads = %d, expected 0..1024", p->n_threads);
+  return WICK_OK;
+}
+
+static int cpu_prepare(wk_backend *b, const wk_model *m, const wk_backend_params *p,
+                       wk_error *err) {
+  cpu_ctx *c = b->ctx;
+  int rc = check_params(p, err);
+  if (rc) return rc;
+  ctx_release(c);
+  c->m = m;
+  c->p = *p;
+  c->n_threads = p->n_threads > 0 ? p->n_threads : 1;
+  c->pool = wk_pool_create(c->n_threads);
+  if (!c->pool) return wk_fail(err, WICK_ERR_NOMEM, "cpu: cannot start %d threads", c->n_threads);
+  if ((rc = copy_vectors(c, err))) goto fail;
+
+  const size_t T = (size_t)p->max_batch_tokens, dim = (size_t)m->dim;
+  const size_t q_dim = (size_t)m->n_heads * (size_t)m->head_dim, ffn = (size_t)m->ffn_dim;
+  c->kv_dim = (size_t)m->n_kv_heads * (size_t)m->head_dim;
+  c->max_pos = (size_t)p->kv.n_blocks * (size_t)p->kv.block_size;
+  c->kv_layer = mul3(c->max_pos, c->kv_dim, 1);
+  size_t kv_all = mul3(c->kv_layer, (size_t)m->n_layers, 1);
+  uint64_t kv_bytes = 0;
+  c->k_cache = alloc_arr(kv_all, sizeof(float), &kv_bytes);
+  c->v_cache = alloc_arr(kv_all, sizeof(float), &kv_bytes);
+  c->kv_bytes = kv_bytes;
+  if (!c->k_cache || !c->v_cache) {
+    rc = wk_fail(err, WICK_ERR_NOMEM, "cpu: out of memory for the KV cache (%d blocks of %d "
+                 "tokens, %d layers, %zu floats per token)", p->kv.n_blocks, p->kv.block_size,
+                 m->n_layers, c->kv_dim * 2);
+    goto fail;
+  }
+  size_t max_k = dim > q_dim ? dim : q_dim;
+  if (ffn > max_k) max_k = ffn;
+  c->mm_per = cpu_matmul_scratch((int64_t)max_k);
+  c->x = alloc_arr(T * dim, sizeof(float), &c->ws_bytes);
+  c->xb = alloc_arr(T * dim, sizeof(float), &c->ws_bytes);
+  c->q = alloc_arr(T * q_dim, sizeof(float), &c->ws_bytes);
+  c->att = alloc_arr(T * q_dim, sizeof(float), &c->ws_bytes);
+  c->k = alloc_arr(T * c->kv_dim, sizeof(float), &c->ws_bytes);
+  c->v = alloc_arr(T * c->kv_dim, sizeof(float), &c->ws_bytes);
+  c->gate = alloc_arr(T * ffn, sizeof(float), &c->ws_bytes);
+  c->up = alloc_arr(T * ffn, sizeof(float), &c->ws_bytes);
+  c->xl = alloc_arr((size_t)p->max_logits * dim, sizeof(float), &c->ws_bytes);
+  c->tok_seq = alloc_arr(T, sizeof(int32_t), &c->ws_bytes);
+  c->tok_pos = alloc_arr(T, sizeof(int32_t), &c->ws_bytes);
+  c->mm_scratch = alloc_arr(mul3((size_t)c->n_threads, c->mm_per, 1), sizeof(float),
+                            &c->ws_bytes);
+  c->att_scratch = alloc_arr(mul3((size_t)c->n_threads, c->max_pos, 1), sizeof(float),
+                             &c->ws_bytes);
+  if (!c->x || !c->xb || !c->q || !c->att || !c->k || !c->v || !c->gate || !c->up || !c->xl ||
+      !c->tok_seq || !c->tok_pos || !c->mm_scratch || !c->att_scratch) {
+    rc = wk_fail(err, WICK_ERR_NOMEM, "cpu: out of memory for activations (%d tokens a batch)",
+                 p->max_batch_tokens);
+    goto fail;
+  }
+  return WICK_OK;
+fail:
+  ctx_release(c);
+  return rc;
+}
+
+// ---- forward ----
+
+static int check_batch(cpu_ctx *c, const wk_batch *bt, wk_error *err) {
+  const wk_backend_params *p = &c->p;
+  if (!c->m) return wk_fail(err, WICK_ERR_INVALID, "cpu: forward before prepare");
+  if (bt->n_tokens < 1 || bt->n_tokens > p->max_batch_tokens)
+    return wk_fail(err, WICK_ERR_RANGE, "cpu: batch of %d tokens, expected 1..%d", bt->n_tokens,
+                   p->max_batch_tokens);
+  if (bt->n_seqs < 1 || bt->n_seqs > p->max_seqs)
+    return wk_fail(err, WICK_ERR_RANGE, "cpu: batch of %d sequences, expected 1..%d", bt->n_seqs,
+                   p->max_seqs);
+  if (bt->n_logits < 0 || bt->n_logits > p->max_logits)
+    return wk_fail(err, WICK_ERR_RANGE, "cpu: %d logit rows wanted, expected 0..%d", bt->n_logits,
+                   p->max_logits);
+  for (int t = 0; t < bt->n_tokens; t++) {
+    if (bt->tokens[t] < 0 || bt->tokens[t] >= c->m->vocab)
+      return wk_fail(err, WICK_ERR_INVALID, "cpu: token %d is %" PRId32 ", expected 0..%d", t,
+                     bt->tokens[t], c->m->vocab - 1);
+    c->tok_seq[t] = -1;
+  }
+  for (int i = 0; i < bt->n_seqs; i++) {
+    const wk_seq *s = &bt->seqs[i];
+    if (s->n_new < 0 || s->n_past < 0 || s->first < 0 || s->first > bt->n_tokens - s->n_new)
+      return wk_fail(err, WICK_ERR_INVALID, "cpu: sequence %d: tokens [%d, %d+%d) outside the "
+                     "batch of %d (n_past %d)", i, s->first, s->first, s->n_new, bt->n_tokens,
+                     s->n_past);
+    int64_t end = (int64_t)s->n_past + s->n_new;
+    int64_t need = (end + p->kv.block_size - 1) / p->kv.block_size;
+    if (need > s->n_blocks || end > (int64_t)c->max_pos)
+      return wk_fail(err, WICK_ERR_RANGE, "cpu: sequence %d: %" PRId64 " positions need %" PRId64
+                     " blocks, its table has %d (pool %d)", i, end, need, s->n_blocks,
+                     p->kv.n_blocks);
+    for (int64_t b = 0; b < need; b++)
+      if (s->blocks[b] < 0 || s->blocks[b] >= p->kv.n_blocks)
+        return wk_fail(err, WICK_ERR_INVALID, "cpu: sequence %d: block table entry %" PRId64
+                       " is %" PRId32 ", expected 0..%d", i, b, s->blocks[b], p->kv.n_blocks - 1);
+    for (int j = 0; j < s->n_new; j++) {
+      int t = s->first + j;
+      if (c->tok_seq[t] >= 0)
+        return wk_fail(err, WICK_ERR_INVALID, "cpu: token %d belongs to sequences %d and %d", t,
+                       c->tok_seq[t], i);
+      c->tok_seq[t] = i;
+      c->tok_pos[t] = s->n_past + j;
+    }
+  }
+  for (int t = 0; t < bt->n_tokens; t++)
+    if (c->tok_seq[t] < 0)
+      return wk_fail(err, WICK_ERR_INVALID, "cpu: token %d belongs to no sequence", t);
+  for (int i = 0; i < bt->n_logits; i++)
+    if (bt->logits_at[i] < 0 || bt->logits_at[i] >= bt->n_tokens)
+      return wk_fail(err, WICK_ERR_INVALID, "cpu: logits_at[%d] = %" PRId32 ", expected 0..%d", i,
+                     bt->logits_at[i], bt->n_tokens - 1);
+  return WICK_OK;
+}
+
+static void matmul(cpu_ctx *c, const wk_tensor *w, const float *x, int n, float *y) {
+  cpu_matmul(c->pool, c->mm_scratch, c->mm_per, w, x, n, y);
+}
+
+static void store_kv(cpu_ctx *c, const wk_batch *bt, int il) {
+  const int bs = c->p.kv.block_size;
+  float *kc = c->k_cache + c->kv_layer * (size_t)il, *vc = c->v_cache + c->kv_layer * (size_t)il;
+  for (int t = 0; t < bt->n_tokens; t++) {
+    const wk_seq *s = &bt->seqs[c->tok_seq[t]];
+    const int p = c->tok_pos[t];
+    size_t slot = (size_t)s->blocks[p / bs] * (size_t)bs + (size_t)(p % bs);
+    memcpy(kc + slot * c->kv_dim, c->k + (size_t)t * c->kv_dim, c->kv_dim * sizeof(float));
+    memcpy(vc + slot * c->kv_dim, c->v + (size_t)t * c->kv_dim, c->kv_dim * sizeof(float));
+  }
+}
+
+static void attention_block(cpu_ctx *c, const wk_batch *bt, int il) {
+  const wk_model *m = c->m;
+  const wk_layer *l = &m->layers[il];
+  const layer_vecs *v = &c->lv[il];
+  const int T = bt->n_tokens, dim = m->dim, hd = m->head_dim;
+  cpu_rmsnorm(c->xb, c->x, v->attn_norm, T, dim, m->norm_eps);
+  matmul(c, &l->wq, c->xb, T, c->q);
+  matmul(c, &l->wk, c->xb, T, c->k);
+  matmul(c, &l->wv, c->xb, T, c->v);
+  if (v->bq) cpu_add_bias(c->q, v->bq, T, m->n_heads * hd);
+  if (v->bk) cpu_add_bias(c->k, v->bk, T, m->n_kv_heads * hd);
+  if (v->bv) cpu_add_bias(c->v, v->bv, T, m->n_kv_heads * hd);
+  if (v->q_norm) cpu_rmsnorm(c->q, c->q, v->q_norm, (int64_t)T * m->n_heads, hd, m->norm_eps);
+  if (v->k_norm) cpu_rmsnorm(c->k, c->k, v->k_norm, (int64_t)T * m->n_kv_heads, hd, m->norm_eps);
+  cpu_rope rope = {hd, m->rope_dim, m->rope_neox, v->freqs};
+  cpu_rope_apply(&rope, c->q, m->n_heads, c->k, m->n_kv_heads, T, c->tok_pos);
+  store_kv(c, bt, il);
+  cpu_attn a = {
+      .q = c->q, .out = c->att,
+      .k_cache = c->k_cache + c->kv_layer * (size_t)il,
+      .v_cache = c->v_cache + c->kv_layer * (size_t)il,
+      .seqs = bt->seqs, .tok_seq = c->tok_seq, .tok_pos = c->tok_pos, .n_tokens = T,
+      .n_heads = m->n_heads, .n_kv_heads = m->n_kv_heads, .head_dim = hd,
+      .block_size = c->p.kv.block_size, .window = l->sliding_window,
+      .scale = m->attn_scale, .softcap = m->attn_softcap,
+      .scratch = c->att_scratch, .scratch_per_thread = c->max_pos,
+  };
+  cpu_attention(c->pool, &a);
+  matmul(c, &l->wo, c->att, T, c->xb);
+  if (v->post_attn_norm) cpu_rmsnorm(c->xb, c->xb, v->post_attn_norm, T, dim, m->norm_eps);
+  cpu_add(c->x, c->xb, (size_t)T * (size_t)dim);
+}
+
+static void ffn_block(cpu_ctx *c, int T, int il) {
+  const wk_model *m = c->m;
+  const wk_layer *l = &m->layers[il];
+  const layer_vecs *v = &c->lv[il];
+  const int dim = m->dim;
+  cpu_rmsnorm(c->xb, c->x, v->ffn_norm, T, dim, m->norm_eps);
+  matmul(c, &l->w_gate, c->xb, T, c->gate);
+  matmul(c, &l->w_up, c->xb, T, c->up);
+  size_t n = (size_t)T * (size_t)m->ffn_dim;
+  if (m->act == WK_ACT_GELU_TANH)
+    cpu_geglu_tanh(c->gate, c->up, n);
+  else
+    cpu_swiglu(c->gate, c->up, n);
+  matmul(c, &l->w_down, c->gate, T, c->xb);
+  if (v->post_ffn_norm) cpu_rmsnorm(c->xb, c->xb, v->post_ffn_norm, T, dim, m->norm_eps);
+  cpu_add(c->x, c->xb, (size_t)T * (size_t)dim);
+}
+
+static void embed(cpu_ctx *c, const wk_batch *bt) {
+  const wk_model *m = c->m;
+  const size_t dim = (size_t)m->dim, row = wk_row_size(m->tok_embd.type, m->dim);
+  const unsigned char *base = m->tok_embd.data;
+  for (int t = 0; t < bt->n_tokens; t++) {
+    float *xt = c->x + (size_t)t * dim;
+    int rc = cpu_dequant_row(m->tok_embd.type, base + (size_t)bt->tokens[t] * row, xt, m->dim);
+    WK_ASSERT(rc == WICK_OK);
+    if (m->emb_scale != 1.0f)
+      for (size_t i = 0; i < dim; i++) xt[i] *= m->emb_scale;
+  }
+}
+
+static int cpu_forward(wk_backend *b, const wk_batch *bt, float *logits, wk_error *err) {
+  cpu_ctx *c = b->ctx;
+  int rc = check_batch(c, bt, err);
+  if (rc) return rc;
+  const wk_model *m = c->m;
+  embed(c, bt);
+  for (int il = 0; il < m->n_layers; il++) {
+    attention_block(c, bt, il);
+    ffn_block(c, bt->n_tokens, il);
+  }
+  if (bt->n_logits == 0) return WICK_OK;
+  const size_t dim = (size_t)m->dim;
+  for (int i = 0; i < bt->n_logits; i++)
+    memcpy(c->xl + (size_t)i * dim, c->x + (size_t)bt->logits_at[i] * dim, dim * sizeof(float));
+  cpu_rmsnorm(c->xl, c->xl, c->out_norm, bt->n_logits, m->dim, m->norm_eps);
+  matmul(c, &m->output, c->xl, bt->n_logits, logits);
+  if (m->final_softcap > 0)
+    cpu_softcap(logits, (size_t)bt->n_logits * (size_t)m->vocab, m->final_softcap);
+  return WICK_OK;
+}
+
+// ---- KV copy, memory, lifetime ----
+
+static int cpu_kv_copy_blocks(wk_backend *b, const int32_t *src, const int32_t *dst, int n,
+                              wk_error *err) {
+  cpu_ctx *c = b->ctx;
+  if (!c->m) return wk_fail(err, WICK_ERR_INVALID, "cpu: kv_copy_blocks before prepare");
+  const int nb = c->p.kv.n_blocks;
+  for (int i = 0; i < n; i++)
+    if (src[i] < 0 || src[i] >= nb || dst[i] < 0 || dst[i] >= nb)
+      return wk_fail(err, WICK_ERR_INVALID, "cpu: kv copy %d: blocks %" PRId32 " -> %" PRId32
+                     ", expected 0..%d", i, src[i], dst[i], nb - 1);
+  const size_t blk = (size_t)c->p.kv.block_size * c->kv_dim;
+  for (int il = 0; il < c->m->n_layers; il++) {
+    float *kc = c->k_cache + c->kv_layer * (size_t)il, *vc = c->v_cache + c->kv_layer * (size_t)il;
+    for (int i = 0; i < n; i++) {
+      if (src[i] == dst[i]) continue;
+      memcpy(kc + (size_t)dst[i] * blk, kc + (size_t)src[i] * blk, blk * sizeof(float));
+      memcpy(vc + (size_t)dst[i] * blk, vc + (size_t)src[i] * blk, blk * sizeof(float));
+    }
+  }
+  return WICK_OK;
+}
+
+static void cpu_memory(wk_backend *b, uint64_t *weights, uint64_t *kv, uint64_t *workspace) {
+  cpu_ctx *c = b->ctx;
+  if (weights) *weights = c->m ? model_weight_bytes(c->m) : 0;
+  if (kv) *kv = c->kv_bytes;
+  if (workspace) *workspace = c->ws_bytes;
+}
+
+static void cpu_destroy(wk_backend *b) {
+  if (!b) return;
+  ctx_release(b->ctx);
+  wk_free(b->ctx);
+  wk_free(b);
+}
+
+wk_backend *backend_cpu_create(void) {
+  wk_backend *b = wk_calloc(1, sizeof *b);
+  cpu_ctx *c = wk_calloc(1, sizeof *c);
+  if (!b || !c) {
+    wk_free(b);
+    wk_free(c);
+    return NULL;
+  }
+  b->name = "cpu";
+  b->ctx = c;
+  b->prepare = cpu_prepare;
+  b->forward = cpu_forward;
+  b->kv_copy_blocks = cpu_kv_copy_blocks;
+  b->memory = cpu_memory;
+  b->destroy = cpu_destroy;
+  return b;
+}

@@ -1,0 +1,326 @@
+// Tiny random models written with the GGUF writer, run through model_load and
+// the CPU backend: a whole prompt equals the same prompt in chunks of 1 and 3
+// tokens (KV cache path), two sequences in one batch equal each alone, copied
+// KV blocks continue identically, and model_load names what is wrong.
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "backend/backend.h"
+#include "base/alloc.h"
+#include "format/gguf.h"
+#include "model/model.h"
+#include "quant/quant.h"
+#include "quant/types.h"
+
+static int g_fail;
+#define CHECK(c, ...)                                       \
+  do {                                                      \
+    if (!(c)) {                                             \
+      g_fail++;                                             \
+      fprintf(stderr, "%s:%d: FAIL: ", __FILE__, __LINE__); \
+      fprintf(stderr, __VA_ARGS__);                         \
+      fprintf(stderr, "\n");                                \
+    }                                                       \
+  } while (0)
+
+enum { D = 64, H = 4, KVH = 2, HD = 16, F = 96, V = 100, BS = 4, NB = 16 };
+
+static uint64_t g_rng = 0x2545f4914f6cdd1dull;
+static float frand(void) {
+  g_rng ^= g_rng << 13, g_rng ^= g_rng >> 7, g_rng ^= g_rng << 17;
+  return (float)((g_rng >> 40) * (1.0 / (1 << 23)) - 1.0);
+}
+
+typedef struct tiny_spec {
+  const char *arch;
+  int wtype;          // type of the matrices
+  int n_layers;
+  bool tied;          // no output.weight
+  bool bias, qk_norm, post_norms;
+  int window;         // gemma3 sliding window
+  int threads;        // CPU threads (default 1)
+  const char *drop;   // tensor left out (error tests)
+  const char *bad;    // tensor written with a wrong shape (error tests)
+} tiny_spec;
+
+typedef struct builder {
+  gguf_writer *w;
+  const tiny_spec *s;
+  void *bufs[512];
+  int n;
+} builder;
+
+static void add(builder *b, const char *name, int type, int64_t ne0, int64_t ne1, float scale,
+                float offset) {
+  if (b->s->drop && !strcmp(name, b->s->drop)) return;
+  if (b->s->bad && !strcmp(name, b->s->bad)) ne1 = ne1 ? ne1 / 2 : 0, ne0 = ne1 ? ne0 : ne0 / 2;
+  int64_t rows = ne1 ? ne1 : 1;
+  float *f = wk_malloc((size_t)(ne0 * rows) * sizeof *f);
+  size_t row = wk_row_size(type, ne0);
+  void *q = wk_malloc(row * (size_t)rows);
+  WK_ASSERT(f && q && b->n < 512);
+  for (int64_t i = 0; i < ne0 * rows; i++) f[i] = offset + scale * frand();
+  for (int64_t r = 0; r < rows; r++)
+    WK_ASSERT(wk_quantize_row(type, f + r * ne0, (char *)q + row * r, ne0) == WICK_OK);
+  wk_free(f);
+  b->bufs[b->n++] = q;
+  int64_t ne[2] = {ne0, rows};
+  WK_ASSERT(gguf_writer_add_tensor(b->w, name, type, ne1 ? 2 : 1, ne, q) == WICK_OK);
+}
+
+static void kv_u32(builder *b, const char *key, uint32_t v) {
+  char k[96];
+  snprintf(k, sizeof k, "%s.%s", b->s->arch, key);
+  WK_ASSERT(gguf_writer_add_u32(b->w, k, v) == WICK_OK);
+}
+
+static void kv_f32(builder *b, const char *key, float v) {
+  char k[96];
+  snprintf(k, sizeof k, "%s.%s", b->s->arch, key);
+  WK_ASSERT(gguf_writer_add_f32(b->w, k, v) == WICK_OK);
+}
+
+// Writes the model to a temporary file; returns its path (caller unlinks).
+static char *write_tiny(const tiny_spec *s) {
+  builder b = {gguf_writer_create(), s, {0}, 0};
+  WK_ASSERT(b.w);
+  WK_ASSERT(gguf_writer_add_str(b.w, "general.architecture", s->arch) == WICK_OK);
+  kv_u32(&b, "block_count", (uint32_t)s->n_layers);
+  kv_u32(&b, "embedding_length", D);
+  kv_u32(&b, "feed_forward_length", F);
+  kv_u32(&b, "attention.head_count", H);
+  kv_u32(&b, "attention.head_count_kv", KVH);
+  kv_u32(&b, "attention.key_length", HD);
+  kv_u32(&b, "context_length", 256);
+  kv_f32(&b, "attention.layer_norm_rms_epsilon", 1e-6f);
+  kv_f32(&b, "rope.freq_base", 1000.0f);
+  if (s->window) kv_u32(&b, "attention.sliding_window", (uint32_t)s->window);
+  const float ws = 1.0f / sqrtf(D);
+  add(&b, "token_embd.weight", s->wtype, D, V, 1.0f, 0);
+  add(&b, "output_norm.weight", WK_F32, D, 0, 0.2f, 1.0f);
+  if (!s->tied) add(&b, "output.weight", s->wtype, D, V, ws, 0);
+  for (int il = 0; il < s->n_layers; il++) {
+    char n[64];
+#define NAME(x) (snprintf(n, sizeof n, "blk.%d." x, il), n)
+    add(&b, NAME("attn_norm.weight"), WK_F32, D, 0, 0.2f, 1.0f);
+    add(&b, NAME("attn_q.weight"), s->wtype, D, H * HD, ws, 0);
+    add(&b, NAME("attn_k.weight"), s->wtype, D, KVH * HD, ws, 0);
+    add(&b, NAME("attn_v.weight"), s->wtype, D, KVH * HD, ws, 0);
+    add(&b, NAME("attn_output.weight"), s->wtype, H * HD, D, ws, 0);
+    if (s->bias) {
+      add(&b, NAME("attn_q.bias"), WK_F32, H * HD, 0, 0.3f, 0);
+      add(&b, NAME("attn_k.bias"), WK_F32, KVH * HD, 0, 0.3f, 0);
+      add(&b, NAME("attn_v.bias"), WK_F32, KVH * HD, 0, 0.3f, 0);
+    }
+    if (s->qk_norm) {
+      add(&b, NAME("attn_q_norm.weight"), WK_F32, HD, 0, 0.2f, 1.0f);
+      add(&b, NAME("attn_k_norm.weight"), WK_F32, HD, 0, 0.2f, 1.0f);
+    }
+    add(&b, NAME("ffn_norm.weight"), WK_F32, D, 0, 0.2f, 1.0f);
+    add(&b, NAME("ffn_gate.weight"), s->wtype, D, F, ws, 0);
+    add(&b, NAME("ffn_up.weight"), s->wtype, D, F, ws, 0);
+    add(&b, NAME("ffn_down.weight"), s->wtype, F, D, 1.0f / sqrtf(F), 0);
+    if (s->post_norms) {
+      add(&b, NAME("post_attention_norm.weight"), WK_F32, D, 0, 0.2f, 1.0f);
+      add(&b, NAME("post_ffw_norm.weight"), WK_F32, D, 0, 0.2f, 1.0f);
+    }
+#undef NAME
+  }
+  char *path = wk_strndup("/tmp/wick_tiny_XXXXXX", 64);
+  int fd = mkstemp(path);
+  WK_ASSERT(fd >= 0);
+  close(fd);
+  wk_error err = {{0}};
+  int rc = gguf_writer_write(b.w, path, &err);
+  CHECK(rc == WICK_OK, "write %s: %s", path, err.msg);
+  gguf_writer_free(b.w);
+  for (int i = 0; i < b.n; i++) wk_free(b.bufs[i]);
+  return path;
+}
+
+typedef struct runner {
+  gguf_file *f;
+  wk_model m;
+  wk_backend *be;
+} runner;
+
+static int runner_open(runner *r, const char *path, int threads, int max_tokens, wk_error *err) {
+  memset(r, 0, sizeof *r);
+  int rc = gguf_open(&r->f, path, err);
+  if (rc || (rc = model_load(&r->m, r->f, err))) return rc;
+  r->be = backend_cpu_create();
+  WK_ASSERT(r->be);
+  wk_backend_params p = {.max_batch_tokens = max_tokens, .max_seqs = 4,
+                         .max_logits = max_tokens, .n_threads = threads, .exact = 1,
+                         .kv = {.block_size = BS, .n_blocks = NB}};
+  return r->be->prepare(r->be, &r->m, &p, err);
+}
+
+static void runner_close(runner *r) {
+  if (r->be) r->be->destroy(r->be);
+  model_free(&r->m);
+  gguf_close(r->f);
+}
+
+// Feeds ids[0..n) of one sequence in chunks; logits of every token to out.
+static void run_chunks(runner *r, const int32_t *ids, int n, int chunk, const int32_t *blocks,
+                       float *out) {
+  int32_t at[64];
+  for (int i = 0; i < 64; i++) at[i] = i;
+  for (int i = 0; i < n; i += chunk) {
+    int k = n - i < chunk ? n - i : chunk;
+    wk_seq s = {blocks, NB, i, k, 0};
+    wk_batch b = {ids + i, k, &s, 1, at, k};
+    wk_error err = {{0}};
+    int rc = r->be->forward(r->be, &b, out + (size_t)i * V, &err);
+    CHECK(rc == WICK_OK, "forward: %s", err.msg);
+  }
+}
+
+static double max_diff(const float *a, const float *b, size_t n, double *scale) {
+  double d = 0, s = 0;
+  for (size_t i = 0; i < n; i++) {
+    double e = fabs((double)a[i] - b[i]);
+    if (!(e <= d)) d = e;  // NaN propagates
+    if (fabs(b[i]) > s) s = fabs(b[i]);
+  }
+  *scale = s;
+  return d;
+}
+
+static void expect_close(const char *what, const char *arch, const float *got, const float *want,
+                         size_t n) {
+  double scale, d = max_diff(got, want, n, &scale);
+  CHECK(d <= 1e-5 * (1 + scale), "%s %s: max diff %.3g (scale %.3g)", arch, what, d, scale);
+}
+
+static void test_model(const tiny_spec *s) {
+  enum { N = 13 };
+  char *path = write_tiny(s);
+  int32_t ids[N], blocks[NB];
+  for (int i = 0; i < N; i++) ids[i] = (int32_t)((i * 37 + 11) % V);
+  for (int i = 0; i < NB; i++) blocks[i] = (i * 5 + 3) % NB;  // scrambled table
+  runner r;
+  wk_error err = {{0}};
+  int rc = runner_open(&r, path, s->threads ? s->threads : 1, 32, &err);
+  CHECK(rc == WICK_OK, "%s: %s", s->arch, err.msg);
+  if (rc) goto done;
+  float full[N * V], part[N * V];
+  for (int i = 0; i < N * V; i++) full[i] = NAN;
+  run_chunks(&r, ids, N, N, blocks, full);
+  double scale;
+  max_diff(full, full, N * V, &scale);
+  CHECK(scale > 0.1 && isfinite(scale), "%s: logits scale %g", s->arch, scale);
+  const int chunks[] = {1, 3};
+  for (int c = 0; c < 2; c++) {
+    for (int i = 0; i < N * V; i++) part[i] = NAN;
+    run_chunks(&r, ids, N, chunks[c], blocks, part);
+    char what[32];
+    snprintf(what, sizeof what, "chunks of %d", chunks[c]);
+    expect_close(what, s->arch, part, full, N * V);
+  }
+
+  // Two sequences in one batch (each in two steps) vs each alone.
+  enum { NA = 9, NBQ = 6 };
+  const int32_t ta[NA] = {5, 17, 42, 99, 0, 63, 8, 21, 77}, tb[NBQ] = {31, 2, 64, 90, 11, 48};
+  const int32_t ba[4] = {3, 0, 7, 12}, bb[4] = {1, 5, 9, 14};
+  float alone_a[NA * V], alone_b[NBQ * V], both[(NA + NBQ) * V];
+  run_chunks(&r, ta, NA, NA, blocks, alone_a);
+  run_chunks(&r, tb, NBQ, NBQ, blocks, alone_b);
+  const int split_a = 5, split_b = 4;
+  int32_t toks[NA + NBQ], at[NA + NBQ];
+  for (int i = 0; i < NA + NBQ; i++) at[i] = i;
+  for (int step = 0; step < 2; step++) {
+    int a0 = step ? split_a : 0, na = step ? NA - split_a : split_a;
+    int b0 = step ? split_b : 0, nb = step ? NBQ - split_b : split_b;
+    memcpy(toks, tb + b0, (size_t)nb * 4);  // B first, then A
+    memcpy(toks + nb, ta + a0, (size_t)na * 4);
+    wk_seq seqs[2] = {{bb, 4, b0, nb, 0}, {ba, 4, a0, na, nb}};
+    wk_batch b = {toks, na + nb, seqs, 2, at, na + nb};
+    float lg[(NA + NBQ) * V];
+    rc = r.be->forward(r.be, &b, lg, &err);
+    CHECK(rc == WICK_OK, "%s two sequences: %s", s->arch, err.msg);
+    memcpy(both + (size_t)b0 * V, lg, (size_t)nb * V * 4);
+    memcpy(both + (size_t)(NBQ + a0) * V, lg + (size_t)nb * V, (size_t)na * V * 4);
+  }
+  expect_close("batched seq A", s->arch, both + NBQ * V, alone_a, NA * V);
+  expect_close("batched seq B", s->arch, both, alone_b, NBQ * V);
+
+  // Copy A's blocks (positions 0..8 in ba[0..3)) and continue from both tables.
+  const int32_t src[3] = {3, 0, 7}, dst[3] = {2, 4, 6};
+  rc = r.be->kv_copy_blocks(r.be, src, dst, 3, &err);
+  CHECK(rc == WICK_OK, "%s kv_copy_blocks: %s", s->arch, err.msg);
+  const int32_t bc[4] = {2, 4, 6, 13}, next = 55;
+  float l1[V], l2[V], ref[(NA + 1) * V];
+  int32_t ext[NA + 1];
+  memcpy(ext, ta, sizeof ta);
+  ext[NA] = next;
+  wk_seq s1 = {ba, 4, NA, 1, 0}, s2 = {bc, 4, NA, 1, 0};
+  wk_batch b1 = {&next, 1, &s1, 1, at, 1}, b2 = {&next, 1, &s2, 1, at, 1};
+  CHECK(r.be->forward(r.be, &b2, l2, &err) == WICK_OK, "%s: %s", s->arch, err.msg);
+  CHECK(r.be->forward(r.be, &b1, l1, &err) == WICK_OK, "%s: %s", s->arch, err.msg);
+  run_chunks(&r, ext, NA + 1, NA + 1, blocks, ref);
+  expect_close("copied blocks", s->arch, l2, l1, V);
+  expect_close("continued sequence", s->arch, l1, ref + NA * V, V);
+
+  // Bad batches are refused with a message.
+  wk_seq bad = {ba, 1, 3, 2, 0};  // needs 2 blocks, table has 1
+  wk_batch bb1 = {ids, 2, &bad, 1, at, 2};
+  CHECK(r.be->forward(r.be, &bb1, l1, &err) == WICK_ERR_RANGE && strstr(err.msg, "blocks"),
+        "short block table: %s", err.msg);
+  int32_t badtok = V;
+  wk_seq one = {ba, 4, 0, 1, 0};
+  wk_batch bb2 = {&badtok, 1, &one, 1, at, 1};
+  CHECK(r.be->forward(r.be, &bb2, l1, &err) == WICK_ERR_INVALID, "token out of range");
+done:
+  runner_close(&r);
+  unlink(path);
+  wk_free(path);
+}
+
+static void expect_load_error(const tiny_spec *s, const char *want) {
+  char *path = write_tiny(s);
+  runner r;
+  wk_error err = {{0}};
+  int rc = runner_open(&r, path, 1, 4, &err);
+  CHECK(rc != WICK_OK && strstr(err.msg, want), "expected error containing \"%s\", got %d \"%s\"",
+        want, rc, err.msg);
+  runner_close(&r);
+  unlink(path);
+  wk_free(path);
+}
+
+int main(void) {
+  const tiny_spec models[] = {
+      {.arch = "llama", .wtype = WK_F32, .n_layers = 2},
+      {.arch = "llama", .wtype = WK_Q8_0, .n_layers = 2, .tied = true},
+      {.arch = "qwen2", .wtype = WK_F32, .n_layers = 2, .tied = true, .bias = true, .threads = 2},
+      {.arch = "qwen3", .wtype = WK_Q4_0, .n_layers = 2, .qk_norm = true},
+      {.arch = "gemma3", .wtype = WK_Q8_0, .n_layers = 6, .tied = true, .qk_norm = true,
+       .post_norms = true, .window = 4, .threads = 2},
+  };
+  for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) test_model(&models[i]);
+
+  tiny_spec s = {.arch = "gpt2", .wtype = WK_F32, .n_layers = 1};
+  expect_load_error(&s, "architecture 'gpt2' is not supported (llama, qwen2, qwen3, gemma3)");
+  s.arch = "llama";
+  s.drop = "blk.0.ffn_up.weight";
+  expect_load_error(&s, "missing tensor 'blk.0.ffn_up.weight' (expected shape [64, 96])");
+  s.drop = NULL;
+  s.bad = "blk.0.attn_k.weight";
+  expect_load_error(&s, "tensor 'blk.0.attn_k.weight' has shape [64, 16], expected [64, 32]");
+  s.bad = NULL;
+  s.arch = "qwen2";  // qwen2 needs biases
+  expect_load_error(&s, "missing tensor 'blk.0.attn_q.bias'");
+
+  if (g_fail) {
+    fprintf(stderr, "test_cpu_model: %d failures\n", g_fail);
+    return 1;
+  }
+  printf("test_cpu_model: ok\n");
+  return 0;
+}
