@@ -1,0 +1,262 @@
+// CUDA benchmarks (built by bench/cuda/run.sh against the project's static
+// libraries): machine ceilings, matrix-vector bandwidth per weight type, and
+// prefill/decode speed of a whole model through the backend contract.
+//   bench_cuda ceil
+//   bench_cuda matvec COPY_GBPS
+//   bench_cuda sweep COPY_GBPS          (block shapes of the matrix-vector kernel)
+//   bench_cuda mvone TYPE               (one plain launch per shape, for ncu)
+//   bench_cuda model FILE [prefill_tokens [chunk [decode_steps]]]
+// Lines starting "RESULT" are for scripts; the rest is a readable table.
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "backend/backend.h"
+#include "backend/cuda/cuda_test.h"
+#include "base/alloc.h"
+#include "base/pool.h"
+#include "base/timer.h"
+#include "format/gguf.h"
+#include "model/model.h"
+#include "quant/quant.h"
+#include "quant/types.h"
+
+typedef struct qjob {
+  int type;
+  int64_t rows, cols;
+  uint8_t *dst;
+} qjob;
+
+static void quant_fn(void *ctx, int ith, int nth) {
+  qjob *j = ctx;
+  long lo, hi;
+  wk_split((long)j->rows, ith, nth, 1, &lo, &hi);
+  float *row = wk_malloc(sizeof(float) * j->cols);
+  size_t rb = wk_row_size(j->type, j->cols);
+  for (long r = lo; r < hi; r++) {
+    uint64_t z = 0x9e3779b97f4a7c15ull * (uint64_t)(r + 1);
+    for (int64_t c = 0; c < j->cols; c++) {
+      z ^= z << 13, z ^= z >> 7, z ^= z << 17;
+      row[c] = 0.02f * (float)((int64_t)(z >> 40) - (1 << 23)) / (float)(1 << 23);
+    }
+    WK_ASSERT(wk_quantize_row(j->type, row, j->dst + rb * r, j->cols) == WICK_OK);
+  }
+  wk_free(row);
+}
+
+static int bench_matvec(double copy_gbps) {
+  static const int types[] = {WK_F32,  WK_F16,  WK_BF16, WK_Q4_0, WK_Q4_1,     WK_Q5_0,    WK_Q5_1,
+                              WK_Q8_0, WK_Q4_K, WK_Q5_K, WK_Q6_K, WK_FP8_E4M3, WK_FP8_E5M2};
+  const int64_t A = 4096, B = 14336;
+  wk_pool *pool = wk_pool_create((int)sysconf(_SC_NPROCESSORS_ONLN));
+  printf("%-9s %18s %8s %8s %6s   %18s %8s %8s %6s\n", "type", "4096x14336 (rows x cols)", "us", "GB/s",
+         "%bw", "14336x4096", "us", "GB/s", "%bw");
+  for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+    int t = types[i];
+    size_t bytes = wk_row_size(t, B) * A;  // same bytes either shape
+    uint8_t *w = wk_malloc(bytes);
+    qjob j = {t, A, B, w};
+    wk_pool_run(pool, quant_fn, &j);
+    double us[2];
+    wk_error err = {{0}};
+    for (int s = 0; s < 2; s++) {
+      int rows = s == 0 ? (int)A : (int)B, cols = s == 0 ? (int)B : (int)A;
+      if (cuda_bench_matvec(t, w, rows, cols, 200, &us[s], &err) != WICK_OK) {
+        printf("FAIL: %s\n", err.msg);
+        return 1;
+      }
+    }
+    double g0 = bytes / us[0] / 1e3, g1 = bytes / us[1] / 1e3;
+    printf("%-9s %18.1f MB %8.1f %8.0f %5.0f%%   %15.1f MB %8.1f %8.0f %5.0f%%\n", wk_type_get(t)->name,
+           bytes / 1e6, us[0], g0, 100 * g0 / copy_gbps, bytes / 1e6, us[1], g1, 100 * g1 / copy_gbps);
+    printf("RESULT matvec %s %.1f %.1f %.1f %.1f\n", wk_type_get(t)->name, us[0], g0, us[1], g1);
+    wk_free(w);
+  }
+  wk_pool_destroy(pool);
+  return 0;
+}
+
+static uint8_t *make_weights(wk_pool *pool, int t, int64_t rows, int64_t cols) {
+  uint8_t *w = wk_malloc(wk_row_size(t, cols) * rows);
+  qjob j = {t, rows, cols, w};
+  wk_pool_run(pool, quant_fn, &j);
+  return w;
+}
+
+static int bench_sweep(double copy_gbps) {
+  static const int types[] = {WK_F16, WK_Q4_K, WK_Q6_K, WK_Q8_0, WK_FP8_E4M3};
+  static const int cfg[][2] = {{1, 64}, {2, 64}, {4, 64}, {1, 128}, {2, 128}, {4, 128}, {8, 128},
+                               {2, 256}, {4, 256}, {8, 256}};
+  const int64_t A = 4096, B = 14336;
+  wk_pool *pool = wk_pool_create((int)sysconf(_SC_NPROCESSORS_ONLN));
+  printf("sweep: %% of copy bandwidth, shapes 4096x14336 / 14336x4096, by (rows a block, threads)\n%-9s", "type");
+  for (size_t c = 0; c < sizeof cfg / sizeof cfg[0]; c++) printf("  R%d/NT%-3d  ", cfg[c][0], cfg[c][1]);
+  printf("\n");
+  for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+    int t = types[i];
+    uint8_t *w = make_weights(pool, t, A, B);
+    size_t bytes = wk_row_size(t, B) * A;
+    printf("%-9s", wk_type_get(t)->name);
+    for (size_t c = 0; c < sizeof cfg / sizeof cfg[0]; c++) {
+      double us[2];
+      wk_error err = {{0}};
+      for (int sh = 0; sh < 2; sh++)
+        if (cuda_bench_matvec_cfg(t, w, sh ? (int)B : (int)A, sh ? (int)A : (int)B, 100, cfg[c][0],
+                                  cfg[c][1], &us[sh], &err)) {
+          printf("FAIL: %s\n", err.msg);
+          return 1;
+        }
+      printf("  %4.0f/%-4.0f  ", 100 * bytes / us[0] / 1e3 / copy_gbps, 100 * bytes / us[1] / 1e3 / copy_gbps);
+      fflush(stdout);
+    }
+    printf("\n");
+    wk_free(w);
+  }
+  wk_pool_destroy(pool);
+  return 0;
+}
+
+static int bench_mvone(const char *tname) {
+  int t = wk_type_from_name(tname);
+  if (t < 0) return 2;
+  wk_pool *pool = wk_pool_create((int)sysconf(_SC_NPROCESSORS_ONLN));
+  const int64_t A = 4096, B = 14336;
+  uint8_t *w = make_weights(pool, t, A, B);
+  float *x = wk_malloc(sizeof(float) * B), *y = wk_malloc(sizeof(float) * B);
+  for (int64_t i = 0; i < B; i++) x[i] = (float)(i % 97) / 97.0f - 0.5f;
+  wk_error err = {{0}};
+  for (int sh = 0; sh < 2; sh++)
+    if (cuda_test_matmul(t, w, sh ? (int)B : (int)A, sh ? (int)A : (int)B, x, 1, y, 0, &err)) {
+      printf("FAIL: %s\n", err.msg);
+      return 1;
+    }
+  printf("mvone %s done\n", tname);
+  wk_free(w), wk_free(x), wk_free(y);
+  wk_pool_destroy(pool);
+  return 0;
+}
+
+static int argmax(const float *x, int n) {
+  int b = 0;
+  for (int i = 1; i < n; i++)
+    if (x[i] > x[b]) b = i;
+  return b;
+}
+
+static int cmp_d(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+static int bench_model(const char *path, int n_prefill, int chunk, int n_decode) {
+  gguf_file *f = NULL;
+  wk_model m;
+  wk_error err = {{0}};
+  memset(&m, 0, sizeof m);
+  double t0 = wk_now();
+  if (gguf_open(&f, path, &err) || model_load(&m, f, &err)) {
+    printf("FAIL: %s: %s\n", path, err.msg);
+    return 1;
+  }
+  int bs = 16, nb = (n_prefill + n_decode + 64 + bs - 1) / bs;
+  wk_backend_params bp = {chunk, 1, 1, 1, 0, 0, {bs, nb}};
+  wk_backend *b = backend_cuda_create();
+  if (b->prepare(b, &m, &bp, &err)) {
+    printf("FAIL: prepare: %s\n", err.msg);
+    return 1;
+  }
+  double t_load = wk_now() - t0;
+  uint64_t wb, kb, sb, used = 0, total = 0;
+  b->memory(b, &wb, &kb, &sb);
+  cuda_bench_mem_used(&used, &total);
+  printf("model %s: load+upload %.1f s; weights %.2f GB, KV %.2f GB (%d tokens), workspace %.2f GB; device memory in use %.2f GB (of %.0f)\n",
+         path, t_load, wb / 1e9, kb / 1e9, nb * bs, sb / 1e9, used / 1e9, total / 1e9);
+  printf("RESULT memory %.3f %.3f %.3f %.3f\n", wb / 1e9, kb / 1e9, sb / 1e9, used / 1e9);
+  int32_t *blocks = wk_malloc(sizeof(int32_t) * nb), *toks = wk_malloc(sizeof(int32_t) * chunk);
+  for (int i = 0; i < nb; i++) blocks[i] = i;
+  float *lg = wk_malloc(sizeof(float) * m.vocab);
+  int32_t at0 = 0;
+  // Decode after a short prompt.
+  double *dt = wk_malloc(sizeof(double) * (n_decode + 1));
+  for (int round = 0; round < 2; round++) {
+    int past = 0, p0 = round == 0 ? 16 : n_prefill;
+    double tp = wk_now();
+    while (past < p0) {  // prompt
+      int c = p0 - past < chunk ? p0 - past : chunk;
+      for (int i = 0; i < c; i++) toks[i] = (int32_t)((past + i) * 7919 % m.vocab);
+      int32_t last = c - 1;
+      wk_seq s = {blocks, nb, past, c, 0};
+      wk_batch bt = {toks, c, &s, 1, &last, past + c == p0 ? 1 : 0};
+      if (b->forward(b, &bt, lg, &err)) {
+        printf("FAIL: forward: %s\n", err.msg);
+        return 1;
+      }
+      past += c;
+    }
+    tp = wk_now() - tp;
+    if (round == 1) {
+      double mm = 0;
+      for (int l = 0; l < m.n_layers; l++) {
+        const wk_layer *L = &m.layers[l];
+        const wk_tensor *w[7] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
+        for (int i = 0; i < 7; i++) mm += (double)w[i]->ne[0] * w[i]->ne[1];
+      }
+      double fl = 2.0 * mm * p0 + 2.0 * m.n_layers * (double)m.n_heads * m.head_dim * (double)p0 * p0;
+      printf("prefill %d tokens (chunks of %d): %.3f s, %.0f tok/s, %.1f TFLOP/s effective\n", p0, chunk,
+             tp, p0 / tp, fl / tp / 1e12);
+      printf("RESULT prefill %d %.4f %.1f %.2f\n", p0, tp, p0 / tp, fl / tp / 1e12);
+    }
+    int tok = argmax(lg, m.vocab);
+    for (int g = 0; g <= n_decode; g++) {
+      double ts = wk_now();
+      wk_seq s = {blocks, nb, past, 1, 0};
+      wk_batch bt = {&tok, 1, &s, 1, &at0, 1};
+      if (b->forward(b, &bt, lg, &err)) {
+        printf("FAIL: decode: %s\n", err.msg);
+        return 1;
+      }
+      tok = argmax(lg, m.vocab);
+      dt[g] = wk_now() - ts;
+      past++;
+    }
+    qsort(dt + 1, n_decode, sizeof(double), cmp_d);  // dt[0] captures the graph
+    double med = dt[1 + n_decode / 2];
+    printf("decode at context %d: median %.3f ms/token = %.1f tok/s (first step %.1f ms)\n", p0, med * 1e3,
+           1.0 / med, dt[0] * 1e3);
+    printf("RESULT decode %d %.4f %.1f\n", p0, med * 1e3, 1.0 / med);
+  }
+  b->destroy(b);
+  model_free(&m);
+  gguf_close(f);
+  wk_free(blocks), wk_free(toks), wk_free(lg), wk_free(dt);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  if (backend_cuda_device_count() == 0) {
+    printf("skipped: no CUDA device\n");
+    return 0;
+  }
+  if (argc >= 2 && !strcmp(argv[1], "ceil")) {
+    double bw, fl;
+    wk_error err = {{0}};
+    if (cuda_bench_ceilings(&bw, &fl, 8192, &err)) {
+      printf("FAIL: %s\n", err.msg);
+      return 1;
+    }
+    printf("ceilings: device-to-device copy %.0f GB/s (read + write); cuBLAS bf16 GEMM 8192^3 %.0f TFLOP/s\n",
+           bw / 1e9, fl / 1e12);
+    printf("RESULT ceil %.1f %.1f\n", bw / 1e9, fl / 1e12);
+    return 0;
+  }
+  if (argc >= 3 && !strcmp(argv[1], "matvec")) return bench_matvec(atof(argv[2]));
+  if (argc >= 3 && !strcmp(argv[1], "sweep")) return bench_sweep(atof(argv[2]));
+  if (argc >= 3 && !strcmp(argv[1], "mvone")) return bench_mvone(argv[2]);
+  if (argc >= 3 && !strcmp(argv[1], "model"))
+    return bench_model(argv[2], argc > 3 ? atoi(argv[3]) : 4096, argc > 4 ? atoi(argv[4]) : 1024,
+                       argc > 5 ? atoi(argv[5]) : 128);
+  fprintf(stderr, "usage: bench_cuda ceil | matvec COPY_GBPS | model FILE [prefill [chunk [decode]]]\n");
+  return 2;
+}

@@ -1,0 +1,84 @@
+#!/bin/bash
+# The CUDA backend's one device script: builds with CMake, runs the kernel
+# and parity tests, measures the machine's ceilings, then benchmarks
+# matrix-vector kernels and whole-model prefill/decode on 8B-shaped models
+# made here with `wick mkmodel`. Logs go to $OUT (or /tmp/wick-cuda-out).
+#   bench/cuda/run.sh [test|bench|all] [8B types...]   (default: all q4_k_m fp8_e4m3 bf16)
+set -u
+MODE=${1:-all}
+shift || true
+TYPES=${*:-q4_k_m fp8_e4m3 bf16}
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$ROOT"
+OUT=${OUT:-/tmp/wick-cuda-out}
+mkdir -p "$OUT"
+LOG=$OUT/run.log
+: > "$LOG"
+say() { echo "$@" | tee -a "$LOG"; }
+NP=$(nproc)
+
+. bench/cuda/env.sh
+
+say "== machine: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null), $NP cores"
+say "== commit: $(git rev-parse --short HEAD 2>/dev/null)$(git diff --quiet 2>/dev/null || echo +uncommitted)"
+B=${WICK_BUILD:-build-cuda}
+T0=$(date +%s)
+cmake -S . -B $B -DCMAKE_BUILD_TYPE=Release > "$OUT/cmake.log" 2>&1 || { say "cmake failed"; tail -20 "$OUT/cmake.log"; exit 1; }
+for t in wick_cuda wick wick_cli test_cuda_kernels test_cuda_parity; do
+  cmake --build $B --target $t -j"$NP" >> "$OUT/build.log" 2>&1 || say "build of $t failed (see build.log)"
+done
+grep -E "error|warning" "$OUT/build.log" | head -20
+gcc -std=c11 -O2 -D_GNU_SOURCE -DWICK_HAVE_CUDA=1 -Isrc -Iinclude bench/cuda/bench_cuda.c \
+  $B/libwick.a $B/libwick_cuda.a -L/usr/local/cuda/lib64 -lcudart -lcublas -lcublasLt \
+  $(pkg-config --libs libpcre2-8 2>/dev/null || echo -lpcre2-8) -lpthread -lm -lstdc++ -o $B/bench_cuda \
+  >> "$OUT/build.log" 2>&1 || say "bench_cuda build failed"
+say "== build: $(( $(date +%s) - T0 )) s"
+WICK=$B/wick
+SYN=/tmp/wick-syn
+mkdir -p $SYN
+
+if [ "$MODE" = test ] || [ "$MODE" = all ]; then
+  say "== kernel tests"
+  timeout 120 $B/test_cuda_kernels > "$OUT/kernels.log" 2>&1; rc=$?
+  grep -E "FAIL|passed|failed" "$OUT/kernels.log" | tee -a "$LOG" | head -40; say "kernel tests rc=$rc"
+  say "== synthetic models"
+  T1=$(date +%s)
+  list=""
+  for arch in llama qwen2 qwen3 gemma3; do
+    for ty in f32 f16 bf16 q4_0 q4_1 q5_0 q5_1 q8_0 q4_k q5_k q6_k fp8_e4m3 fp8_e5m2 q4_k_m; do
+      f=$SYN/$arch-tiny-$ty.gguf
+      $WICK mkmodel --arch $arch --like tiny --type $ty --seed 7 -o $f > /dev/null && list="$list $f"
+    done
+  done
+  $WICK mkmodel --arch llama --like smollm2 --layers 3 --type q4_k_m -o $SYN/llama-smollm2-q4km.gguf > /dev/null && list="$list $SYN/llama-smollm2-q4km.gguf"
+  $WICK mkmodel --arch qwen2 --like smollm2 --layers 2 --type bf16 -o $SYN/qwen2-smollm2-bf16.gguf > /dev/null && list="$list $SYN/qwen2-smollm2-bf16.gguf"
+  $WICK mkmodel --arch qwen3 --like qwen3-0.6b --layers 2 --type q4_k -o $SYN/qwen3-06b-q4k.gguf > /dev/null && list="$list $SYN/qwen3-06b-q4k.gguf"
+  $WICK mkmodel --arch gemma3 --like gemma3-270m --layers 6 --type q4_k_m -o $SYN/gemma3-270m-q4km.gguf > /dev/null && list="$list $SYN/gemma3-270m-q4km.gguf"
+  $WICK mkmodel --arch llama --like llama3-8b --layers 1 --vocab 32000 --type fp8_e4m3 -o $SYN/llama-8b1l-fp8.gguf > /dev/null && list="$list $SYN/llama-8b1l-fp8.gguf"
+  say "made $(echo $list | wc -w) synthetic models in $(( $(date +%s) - T1 )) s"
+  say "== parity (CPU exact vs CUDA)"
+  real=""
+  for f in models-trim/*.gguf models/*.gguf; do [ -f "$f" ] && real="$real $f"; done
+  timeout 300 $B/test_cuda_parity $real $list > "$OUT/parity.log" 2>&1; rc=$?
+  grep -vE "^$" "$OUT/parity.log" | sed "s|$SYN/||" | tee -a "$LOG" | tail -80; say "parity rc=$rc"
+fi
+
+if [ "$MODE" = bench ] || [ "$MODE" = all ]; then
+  say "== ceilings"
+  timeout 60 $B/bench_cuda ceil 2>&1 | tee -a "$LOG"
+  BW=$(grep "RESULT ceil" "$LOG" | tail -1 | awk '{print $3}')
+  say "== matvec (bandwidth vs copy ${BW:-?} GB/s)"
+  timeout 240 $B/bench_cuda matvec "${BW:-4300}" 2>&1 | tee -a "$LOG" | grep -v RESULT
+  for ty in $TYPES; do
+    say "== Llama-3-8B shape, $ty"
+    f=/tmp/wick-8b-$ty.gguf
+    T1=$(date +%s)
+    timeout 200 $WICK mkmodel --arch llama --like llama3-8b --type $ty -o $f 2>&1 | tee -a "$LOG"
+    say "mkmodel: $(( $(date +%s) - T1 )) s"
+    timeout 240 $B/bench_cuda model $f 4096 1024 128 2>&1 | tee -a "$LOG"
+    rm -f $f
+  done
+fi
+say "== summary"
+grep RESULT "$LOG" | tee "$OUT/results.txt"
+say "== total $(( $(date +%s) - T0 )) s"

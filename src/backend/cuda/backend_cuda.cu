@@ -1,0 +1,516 @@
+// The CUDA backend: prepare uploads every weight once in its file format
+// into one device arena, sizes the paged f16 KV cache and one workspace;
+// forward uploads the batch's token facts in one copy, runs the layers (as a
+// captured CUDA graph for small repeated decode shapes) and copies the
+// wanted logits back.
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/cuda/internal.cuh"
+#include "backend/cuda/quant.cuh"
+
+extern "C" {
+#include "backend/backend.h"
+#include "base/alloc.h"
+#include "base/fp.h"
+}
+
+enum { GRAPH_MAX_N = 4, ATT_PART_PAIRS = 1024, ATT_SPLIT_KEYS = 128, ATT_SPLIT_LOG_MAX = 5 };
+
+struct cu_layer {
+  cu_weight wq, wk, wv, wo, wg, wu, wd;
+  const float *attn_norm, *ffn_norm, *q_norm, *k_norm, *post_attn, *post_ffn;
+  const float *bq, *bk, *bv;
+  const double *inv_freq;  // [rope_dim / 2]
+  int window;
+};
+
+struct cu_state {
+  cu_ctx c;
+  const wk_model *m;
+  wk_backend_params p;
+  cu_layer *layers;
+  cu_weight tok_embd, output;
+  const float *out_norm;
+  uint8_t *arena;  // weights
+  size_t arena_bytes;
+  __half *kv;  // K of every layer, then V of every layer
+  size_t kv_bytes, kv_layer_elems;
+  uint8_t *ws;  // workspace
+  size_t ws_bytes;
+  float *x, *hb, *q, *k, *v, *att, *g, *u, *lb, *logits, *part;
+  int32_t *meta_d, *meta_h;  // device and pinned host copies of the token facts
+  float *logits_h;           // pinned staging for the logits copied back
+  size_t meta_ints, bt_cap;
+  cu_meta meta;
+  int qdim, kvdim, use_graphs;
+  int max_ctx;  // longest context of the batch being run
+  cudaGraphExec_t graphs[GRAPH_MAX_N + 1][GRAPH_MAX_N + 1][ATT_SPLIT_LOG_MAX + 1];
+};
+
+static size_t align256(size_t v) { return (v + 255) & ~(size_t)255; }
+
+// ---------------------------------------------------------------- weights
+
+struct upload {
+  cu_state *s;
+  size_t off;  // bytes used in the arena
+  bool dry;    // first pass only counts
+  wk_error *err;
+};
+
+static int up_matrix(upload *u, const wk_tensor *t, cu_weight *w) {
+  memset(w, 0, sizeof *w);
+  if (!t->data) return WICK_OK;
+  if (!cu_type_supported(t->type))
+    return cu_fail(u->err, WICK_ERR_UNSUPPORTED, "cuda: tensor %s has type %d, which has no CUDA kernel",
+                   t->name, t->type);
+  if (t->ne[0] % 32)
+    return cu_fail(u->err, WICK_ERR_UNSUPPORTED, "cuda: tensor %s row length %lld is not a multiple of 32",
+                   t->name, (long long)t->ne[0]);
+  size_t rb = wk_row_size(t->type, t->ne[0]);
+  size_t rows = (size_t)t->ne[1] * t->ne[2] * t->ne[3];
+  if (rb == 0 || rb * rows != t->nbytes)
+    return cu_fail(u->err, WICK_ERR_FORMAT, "cuda: tensor %s holds %llu bytes, expected %zu",
+                   t->name, (unsigned long long)t->nbytes, rb * rows);
+  w->type = t->type, w->rows = (int)rows, w->cols = (int)t->ne[0], w->row_bytes = rb;
+  w->d = u->s->arena + u->off;
+  if (!u->dry) {
+    cudaError_t e = cudaMemcpy(u->s->arena + u->off, t->data, t->nbytes, cudaMemcpyHostToDevice);
+    wk_error *err = u->err;
+    CK(e);
+  }
+  u->off += align256(t->nbytes);
+  return WICK_OK;
+}
+
+// A vector (norm weight, bias) converted to f32.
+static int up_vector(upload *u, const wk_tensor *t, const float **out) {
+  *out = NULL;
+  if (!t->data) return WICK_OK;
+  size_t n = (size_t)t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
+  if (t->type != WK_F32 && t->type != WK_F16 && t->type != WK_BF16)
+    return cu_fail(u->err, WICK_ERR_UNSUPPORTED, "cuda: vector %s has type %d (expected f32/f16/bf16)",
+                   t->name, t->type);
+  *out = (const float *)(u->s->arena + u->off);
+  if (!u->dry) {
+    float *h = (float *)wk_malloc(n * sizeof(float));
+    if (!h) return cu_fail(u->err, WICK_ERR_NOMEM, "cuda: out of host memory");
+    const uint8_t *src = (const uint8_t *)t->data;
+    for (size_t i = 0; i < n; i++) {
+      uint16_t v16;
+      if (t->type == WK_F32) {
+        memcpy(&h[i], src + 4 * i, 4);
+        continue;
+      }
+      memcpy(&v16, src + 2 * i, 2);
+      h[i] = t->type == WK_F16 ? wk_f16_to_f32(v16) : wk_bf16_to_f32(v16);
+    }
+    cudaError_t e = cudaMemcpy(u->s->arena + u->off, h, n * sizeof(float), cudaMemcpyHostToDevice);
+    wk_free(h);
+    wk_error *err = u->err;
+    CK(e);
+  }
+  u->off += align256(n * sizeof(float));
+  return WICK_OK;
+}
+
+// RoPE angle per position of each rotated pair of layer l: the layer's
+// scale times base^(-2i/rope_dim), divided by the model's rope_freqs entry
+// (Llama 3 scaling) when present.
+static int rope_freqs(const wk_model *m, int l, double *f, wk_error *err) {
+  const wk_layer *L = &m->layers[l];
+  int half = m->rope_dim / 2;
+  const wk_tensor *rf = &m->rope_freqs;
+  if (rf->data && (rf->type != WK_F32 || rf->nbytes < (uint64_t)half * 4))
+    return cu_fail(err, WICK_ERR_UNSUPPORTED, "cuda: rope_freqs is type %d with %llu bytes (expected f32, %d values)",
+                   rf->type, (unsigned long long)rf->nbytes, half);
+  for (int i = 0; i < half; i++) {
+    double fr = (double)L->rope_freq_scale * pow((double)L->rope_base, -2.0 * i / m->rope_dim);
+    if (rf->data) {
+      float dv;
+      memcpy(&dv, (const uint8_t *)rf->data + 4 * i, 4);
+      fr /= (double)dv;
+    }
+    f[i] = fr;
+  }
+  return WICK_OK;
+}
+
+static int up_freqs(upload *u, int l, const double **out) {
+  const wk_model *m = u->s->m;
+  size_t bytes = (size_t)(m->rope_dim / 2) * sizeof(double);
+  *out = (const double *)(u->s->arena + u->off);
+  if (!u->dry) {
+    double f[1024];
+    wk_error *err = u->err;
+    int st = rope_freqs(m, l, f, err);
+    if (st) return st;
+    CK(cudaMemcpy(u->s->arena + u->off, f, bytes, cudaMemcpyHostToDevice));
+  }
+  u->off += align256(bytes);
+  return WICK_OK;
+}
+
+static int upload_all(upload *u) {
+  cu_state *s = u->s;
+  const wk_model *m = s->m;
+  int st;
+#define UP(x) \
+  if ((st = (x)) != WICK_OK) return st
+  UP(up_matrix(u, &m->tok_embd, &s->tok_embd));
+  if (m->tied_output || !m->output.data || m->output.data == m->tok_embd.data)
+    s->output = s->tok_embd;
+  else
+    UP(up_matrix(u, &m->output, &s->output));
+  UP(up_vector(u, &m->out_norm, &s->out_norm));
+  for (int l = 0; l < m->n_layers; l++) {
+    const wk_layer *L = &m->layers[l];
+    cu_layer *C = &s->layers[l];
+    UP(up_matrix(u, &L->wq, &C->wq));
+    UP(up_matrix(u, &L->wk, &C->wk));
+    UP(up_matrix(u, &L->wv, &C->wv));
+    UP(up_matrix(u, &L->wo, &C->wo));
+    UP(up_matrix(u, &L->w_gate, &C->wg));
+    UP(up_matrix(u, &L->w_up, &C->wu));
+    UP(up_matrix(u, &L->w_down, &C->wd));
+    UP(up_vector(u, &L->attn_norm, &C->attn_norm));
+    UP(up_vector(u, &L->ffn_norm, &C->ffn_norm));
+    UP(up_vector(u, &L->q_norm, &C->q_norm));
+    UP(up_vector(u, &L->k_norm, &C->k_norm));
+    UP(up_vector(u, &L->post_attn_norm, &C->post_attn));
+    UP(up_vector(u, &L->post_ffn_norm, &C->post_ffn));
+    UP(up_vector(u, &L->bq, &C->bq));
+    UP(up_vector(u, &L->bk, &C->bk));
+    UP(up_vector(u, &L->bv, &C->bv));
+    UP(up_freqs(u, l, &C->inv_freq));
+    C->window = L->sliding_window;
+    if (!C->wq.d || !C->wk.d || !C->wv.d || !C->wo.d || !C->wg.d || !C->wu.d || !C->wd.d ||
+        !C->attn_norm || !C->ffn_norm)
+      return cu_fail(u->err, WICK_ERR_FORMAT, "cuda: layer %d lacks a required tensor", l);
+  }
+#undef UP
+  return WICK_OK;
+}
+
+// ---------------------------------------------------------------- prepare
+
+static size_t max_sz(size_t a, size_t b) { return a > b ? a : b; }
+
+static int cuda_prepare(wk_backend *b, const wk_model *m, const wk_backend_params *p,
+                        wk_error *err) {
+  cu_state *s = (cu_state *)b->ctx;
+  s->m = m, s->p = *p;
+  if (p->max_batch_tokens < 1 || p->max_seqs < 1 || p->kv.block_size < 1 || p->kv.n_blocks < 1)
+    return cu_fail(err, WICK_ERR_INVALID, "cuda: bad backend params (tokens %d, seqs %d, kv %dx%d)",
+                   p->max_batch_tokens, p->max_seqs, p->kv.n_blocks, p->kv.block_size);
+  if (m->rope_dim > 2048 || m->rope_dim % 2 || m->dim % 32 || m->head_dim % 32)
+    return cu_fail(err, WICK_ERR_UNSUPPORTED, "cuda: dim %d, head_dim %d, rope_dim %d not supported",
+                   m->dim, m->head_dim, m->rope_dim);
+  int dev_count = 0;
+  CK(cudaGetDeviceCount(&dev_count));
+  if (p->device < 0 || p->device >= dev_count)
+    return cu_fail(err, WICK_ERR_INVALID, "cuda: device %d requested, %d present", p->device, dev_count);
+  CK(cudaSetDevice(p->device));
+  CK(cudaStreamCreateWithFlags(&s->c.st, cudaStreamNonBlocking));
+  CK(cublasCreate(&s->c.blas));
+  CK(cublasSetStream(s->c.blas, s->c.st));
+  s->c.mv_max_tokens = GRAPH_MAX_N;
+  const char *ge = getenv("WICK_CUDA_GRAPHS");
+  s->use_graphs = !(ge && ge[0] == '0');
+  s->layers = (cu_layer *)wk_calloc((size_t)m->n_layers, sizeof(cu_layer));
+  if (!s->layers) return cu_fail(err, WICK_ERR_NOMEM, "cuda: out of host memory");
+
+  upload u = {s, 0, true, err};
+  int st = upload_all(&u);
+  if (st) return st;
+  s->arena_bytes = u.off;
+  CK(cudaMalloc((void **)&s->arena, s->arena_bytes));
+  u.off = 0, u.dry = false;
+  if ((st = upload_all(&u))) return st;
+
+  s->qdim = m->n_heads * m->head_dim, s->kvdim = m->n_kv_heads * m->head_dim;
+  s->kv_layer_elems = (size_t)p->kv.n_blocks * p->kv.block_size * s->kvdim;
+  s->kv_bytes = 2 * (size_t)m->n_layers * s->kv_layer_elems * sizeof(__half);
+  CK(cudaMalloc((void **)&s->kv, s->kv_bytes));
+  CK(cudaMemset(s->kv, 0, s->kv_bytes));
+
+  size_t T = (size_t)p->max_batch_tokens, L = (size_t)(p->max_logits > 0 ? p->max_logits : 1);
+  size_t wide = max_sz(m->dim, s->qdim);
+  size_t f_off[12], nf = 0, tot = 0;
+  size_t sizes[11] = {T * m->dim, T * wide, T * s->qdim, T * s->kvdim, T * s->kvdim, T * s->qdim,
+                      T * m->ffn_dim, T * m->ffn_dim, L * m->dim, L * m->vocab,
+                      (size_t)ATT_PART_PAIRS * (m->head_dim + 2)};
+  for (nf = 0; nf < 11; nf++) f_off[nf] = tot, tot += align256(sizes[nf] * sizeof(float));
+  size_t xh_elems = max_sz(T, L) * max_sz(wide, m->ffn_dim);
+  size_t xh_off = tot;
+  tot += align256(xh_elems * sizeof(__half));
+  size_t wmax = 0;
+  for (int l = 0; l < m->n_layers; l++) {
+    const cu_layer *C = &s->layers[l];
+    const cu_weight *ws[7] = {&C->wq, &C->wk, &C->wv, &C->wo, &C->wg, &C->wu, &C->wd};
+    for (int i = 0; i < 7; i++) wmax = max_sz(wmax, (size_t)ws[i]->rows * ws[i]->cols);
+  }
+  wmax = max_sz(wmax, (size_t)m->dim * 8192);
+  if (wmax > ((size_t)64 << 20)) wmax = (size_t)64 << 20;
+  size_t wsc_elems = T > (size_t)s->c.mv_max_tokens || L > (size_t)s->c.mv_max_tokens ? wmax : 0;
+  size_t wsc_off = tot;
+  tot += align256(wsc_elems * sizeof(__half));
+  s->bt_cap = (size_t)p->max_seqs * p->kv.n_blocks;
+  s->meta_ints = 4 * T + L + (size_t)p->max_seqs + s->bt_cap;
+  size_t meta_off = tot;
+  tot += align256(s->meta_ints * sizeof(int32_t));
+  s->ws_bytes = tot;
+  CK(cudaMalloc((void **)&s->ws, s->ws_bytes));
+  float **fp[11] = {&s->x, &s->hb, &s->q, &s->k, &s->v, &s->att, &s->g, &s->u, &s->lb, &s->logits, &s->part};
+  for (size_t i = 0; i < 11; i++) *fp[i] = (float *)(s->ws + f_off[i]);
+  s->c.xh = (__half *)(s->ws + xh_off), s->c.xh_elems = xh_elems;
+  s->c.wscratch = (__half *)(s->ws + wsc_off), s->c.wscratch_elems = wsc_elems;
+  s->meta_d = (int32_t *)(s->ws + meta_off);
+  CK(cudaMallocHost((void **)&s->meta_h, s->meta_ints * sizeof(int32_t)));
+  CK(cudaMallocHost((void **)&s->logits_h, L * m->vocab * sizeof(float)));
+  int32_t *md = s->meta_d;
+  s->meta.tok = md, s->meta.pos = md + T, s->meta.slot = md + 2 * T, s->meta.tseq = md + 3 * T;
+  s->meta.lrow = md + 4 * T, s->meta.bt_off = md + 4 * T + L;
+  s->meta.bt = md + 4 * T + L + p->max_seqs;
+  return WICK_OK;
+}
+
+// ---------------------------------------------------------------- forward
+
+// Key splits of the attention: enough (query head, token, split) blocks to
+// fill the GPU, about ATT_SPLIT_KEYS keys or more a split, a power of two
+// (so few graph shapes); 1 when the batch alone fills the GPU.
+static int attn_splits_log2(const cu_state *s, int n, int max_ctx) {
+  int pairs = n * s->m->n_heads, lg = 0;
+  while (lg < ATT_SPLIT_LOG_MAX && (pairs << (lg + 1)) <= ATT_PART_PAIRS &&
+         (ATT_SPLIT_KEYS << (lg + 1)) <= max_ctx)
+    lg++;
+  return lg;
+}
+
+// Several products of one x: one matrix-vector launch per run of matrices
+// of one type (Q/K/V, gate/up) for decode, else one GEMM each.
+static int matmul_group(cu_ctx *c, const cu_weight *const *ws, float *const *ys, int nw,
+                        const float *x, int n, wk_error *err) {
+  int st;
+  if (n > c->mv_max_tokens) {
+    for (int i = 0; i < nw; i++)
+      if ((st = cu_matmul(c, ws[i], x, n, ys[i], 0.0f, err))) return st;
+    return WICK_OK;
+  }
+  for (int i = 0; i < nw;) {
+    int j = i + 1;
+    while (j < nw && ws[j]->type == ws[i]->type && ws[j]->cols == ws[i]->cols) j++;
+    if ((st = cu_matvec_multi(c, ws + i, ys + i, j - i, x, n, 0.0f, err))) return st;
+    i = j;
+  }
+  return WICK_OK;
+}
+
+static int run_layers(cu_state *s, int n, int nl, int splits, wk_error *err) {
+  const wk_model *m = s->m;
+  cu_ctx *c = &s->c;
+  int st;
+#define RUN(x) \
+  if ((st = (x)) != WICK_OK) return st
+  RUN(cu_embed(c, &s->tok_embd, s->meta.tok, n, m->emb_scale, s->x, err));
+  for (int l = 0; l < m->n_layers; l++) {
+    const cu_layer *C = &s->layers[l];
+    __half *kc = s->kv + (size_t)l * s->kv_layer_elems;
+    __half *vc = s->kv + ((size_t)m->n_layers + l) * s->kv_layer_elems;
+    cu_attn_shape a = {m->n_heads, m->n_kv_heads, m->head_dim, m->rope_dim, m->rope_neox,
+                       C->inv_freq, C->q_norm, C->k_norm, C->bq, C->bk, C->bv, m->norm_eps,
+                       s->p.kv.block_size, m->attn_scale, m->attn_softcap, C->window};
+    RUN(cu_rmsnorm(c, s->x, NULL, C->attn_norm, m->norm_eps, m->dim, n, s->hb, false, err));
+    const cu_weight *qkv[3] = {&C->wq, &C->wk, &C->wv};
+    float *qkv_out[3] = {s->q, s->k, s->v};
+    RUN(matmul_group(c, qkv, qkv_out, 3, s->hb, n, err));
+    RUN(cu_qkv_post(c, &a, &s->meta, n, s->q, s->k, s->v, kc, vc, err));
+    RUN(cu_attention(c, &a, &s->meta, n, s->q, kc, vc, s->att, splits, s->part, err));
+    if (C->post_attn) {
+      RUN(cu_matmul(c, &C->wo, s->att, n, s->hb, 0.0f, err));
+      RUN(cu_rmsnorm(c, s->hb, NULL, C->post_attn, m->norm_eps, m->dim, n, s->x, true, err));
+    } else {
+      RUN(cu_matmul(c, &C->wo, s->att, n, s->x, 1.0f, err));
+    }
+    RUN(cu_rmsnorm(c, s->x, NULL, C->ffn_norm, m->norm_eps, m->dim, n, s->hb, false, err));
+    const cu_weight *gu[2] = {&C->wg, &C->wu};
+    float *gu_out[2] = {s->g, s->u};
+    RUN(matmul_group(c, gu, gu_out, 2, s->hb, n, err));
+    RUN(cu_glu(c, s->g, s->u, (long)n * m->ffn_dim, m->act == WK_ACT_GELU_TANH, err));
+    if (C->post_ffn) {
+      RUN(cu_matmul(c, &C->wd, s->g, n, s->hb, 0.0f, err));
+      RUN(cu_rmsnorm(c, s->hb, NULL, C->post_ffn, m->norm_eps, m->dim, n, s->x, true, err));
+    } else {
+      RUN(cu_matmul(c, &C->wd, s->g, n, s->x, 1.0f, err));
+    }
+  }
+  if (nl > 0) {
+    RUN(cu_rmsnorm(c, s->x, s->meta.lrow, s->out_norm, m->norm_eps, m->dim, nl, s->lb, false, err));
+    RUN(cu_matmul(c, &s->output, s->lb, nl, s->logits, 0.0f, err));
+    if (m->final_softcap > 0.0f)
+      RUN(cu_softcap(c, s->logits, (long)nl * m->vocab, m->final_softcap, err));
+  }
+#undef RUN
+  return WICK_OK;
+}
+
+// Checks the batch and writes the token facts into the pinned host buffer.
+static int pack_batch(cu_state *s, const wk_batch *bt, wk_error *err) {
+  const wk_backend_params *p = &s->p;
+  size_t T = (size_t)p->max_batch_tokens, L = (size_t)(p->max_logits > 0 ? p->max_logits : 1);
+  int n = bt->n_tokens;
+  if (n < 1 || n > p->max_batch_tokens || bt->n_seqs < 1 || bt->n_seqs > p->max_seqs ||
+      bt->n_logits < 0 || (size_t)bt->n_logits > L)
+    return cu_fail(err, WICK_ERR_RANGE, "cuda: batch of %d tokens, %d seqs, %d logits exceeds %d/%d/%zu",
+                   n, bt->n_seqs, bt->n_logits, p->max_batch_tokens, p->max_seqs, L);
+  int32_t *h = s->meta_h;
+  int32_t *tok = h, *pos = h + T, *slot = h + 2 * T, *tseq = h + 3 * T, *lrow = h + 4 * T;
+  int32_t *bt_off = lrow + L, *btab = bt_off + p->max_seqs;
+  size_t used = 0;
+  int bs = p->kv.block_size;
+  for (int i = 0; i < n; i++) tseq[i] = -1;
+  s->max_ctx = 0;
+  for (int q = 0; q < bt->n_seqs; q++) {
+    const wk_seq *sq = &bt->seqs[q];
+    if (sq->n_new < 0 || sq->first < 0 || sq->first + sq->n_new > n || sq->n_past < 0 ||
+        (long)sq->n_past + sq->n_new > (long)sq->n_blocks * bs)
+      return cu_fail(err, WICK_ERR_RANGE, "cuda: sequence %d (past %d, new %d, first %d, %d blocks) does not fit",
+                     q, sq->n_past, sq->n_new, sq->first, sq->n_blocks);
+    if (used + (size_t)sq->n_blocks > s->bt_cap)
+      return cu_fail(err, WICK_ERR_RANGE, "cuda: block tables exceed %zu entries", s->bt_cap);
+    bt_off[q] = (int32_t)used;
+    for (int j = 0; j < sq->n_blocks; j++) {
+      int32_t bid = sq->blocks[j];
+      if (bid < 0 || bid >= p->kv.n_blocks)
+        return cu_fail(err, WICK_ERR_RANGE, "cuda: block id %d outside [0, %d)", bid, p->kv.n_blocks);
+      btab[used + j] = bid;
+    }
+    used += sq->n_blocks;
+    for (int j = 0; j < sq->n_new; j++) {
+      int t = sq->first + j, ps = sq->n_past + j;
+      if (tseq[t] >= 0) return cu_fail(err, WICK_ERR_INVALID, "cuda: token %d in two sequences", t);
+      tseq[t] = q, pos[t] = ps;
+      if (ps + 1 > s->max_ctx) s->max_ctx = ps + 1;
+      slot[t] = sq->blocks[ps / bs] * bs + ps % bs;
+    }
+  }
+  for (int i = 0; i < n; i++) {
+    if (tseq[i] < 0) return cu_fail(err, WICK_ERR_INVALID, "cuda: token %d belongs to no sequence", i);
+    tok[i] = bt->tokens[i];
+    if (tok[i] < 0 || tok[i] >= s->m->vocab)
+      return cu_fail(err, WICK_ERR_RANGE, "cuda: token id %d outside [0, %d)", tok[i], s->m->vocab);
+  }
+  for (int i = 0; i < bt->n_logits; i++) {
+    lrow[i] = bt->logits_at[i];
+    if (lrow[i] < 0 || lrow[i] >= n)
+      return cu_fail(err, WICK_ERR_RANGE, "cuda: logits_at %d outside [0, %d)", lrow[i], n);
+  }
+  return WICK_OK;
+}
+
+static int cuda_forward(wk_backend *b, const wk_batch *bt, float *logits, wk_error *err) {
+  cu_state *s = (cu_state *)b->ctx;
+  int st = pack_batch(s, bt, err);
+  if (st) return st;
+  CK(cudaMemcpyAsync(s->meta_d, s->meta_h, s->meta_ints * sizeof(int32_t), cudaMemcpyHostToDevice,
+                     s->c.st));
+  int n = bt->n_tokens, nl = bt->n_logits, lg = attn_splits_log2(s, n, s->max_ctx);
+  if (s->use_graphs && n <= GRAPH_MAX_N && nl <= GRAPH_MAX_N) {
+    cudaGraphExec_t *ge = &s->graphs[n][nl][lg];
+    if (!*ge) {
+      cudaGraph_t g;
+      CK(cudaStreamBeginCapture(s->c.st, cudaStreamCaptureModeThreadLocal));
+      st = run_layers(s, n, nl, 1 << lg, err);
+      cudaError_t e = cudaStreamEndCapture(s->c.st, &g);
+      if (st) return st;
+      CK(e);
+      e = cudaGraphInstantiate(ge, g, 0);
+      cudaGraphDestroy(g);
+      CK(e);
+    }
+    CK(cudaGraphLaunch(*ge, s->c.st));
+  } else {
+    if ((st = run_layers(s, n, nl, 1 << lg, err))) return st;
+  }
+  size_t lbytes = (size_t)nl * s->m->vocab * sizeof(float);
+  if (nl > 0) CK(cudaMemcpyAsync(s->logits_h, s->logits, lbytes, cudaMemcpyDeviceToHost, s->c.st));
+  CK(cudaStreamSynchronize(s->c.st));
+  if (nl > 0) memcpy(logits, s->logits_h, lbytes);
+  return WICK_OK;
+}
+
+static int cuda_kv_copy(wk_backend *b, const int32_t *src, const int32_t *dst, int n,
+                        wk_error *err) {
+  cu_state *s = (cu_state *)b->ctx;
+  size_t blk = (size_t)s->p.kv.block_size * s->kvdim;
+  for (int i = 0; i < n; i++) {
+    if (src[i] < 0 || src[i] >= s->p.kv.n_blocks || dst[i] < 0 || dst[i] >= s->p.kv.n_blocks)
+      return cu_fail(err, WICK_ERR_RANGE, "cuda: kv copy %d -> %d outside [0, %d)", src[i], dst[i],
+                     s->p.kv.n_blocks);
+    for (int l = 0; l < 2 * s->m->n_layers; l++) {
+      __half *base = s->kv + (size_t)l * s->kv_layer_elems;
+      CK(cudaMemcpyAsync(base + dst[i] * blk, base + src[i] * blk, blk * sizeof(__half),
+                         cudaMemcpyDeviceToDevice, s->c.st));
+    }
+  }
+  CK(cudaStreamSynchronize(s->c.st));
+  return WICK_OK;
+}
+
+static void cuda_memory(wk_backend *b, uint64_t *weights, uint64_t *kv, uint64_t *workspace) {
+  cu_state *s = (cu_state *)b->ctx;
+  if (weights) *weights = s->arena_bytes;
+  if (kv) *kv = s->kv_bytes;
+  if (workspace) *workspace = s->ws_bytes;
+}
+
+static void cuda_destroy(wk_backend *b) {
+  if (!b) return;
+  cu_state *s = (cu_state *)b->ctx;
+  if (s) {
+    for (int i = 0; i <= GRAPH_MAX_N; i++)
+      for (int j = 0; j <= GRAPH_MAX_N; j++)
+        for (int k = 0; k <= ATT_SPLIT_LOG_MAX; k++)
+          if (s->graphs[i][j][k]) cudaGraphExecDestroy(s->graphs[i][j][k]);
+    if (s->c.blas) cublasDestroy(s->c.blas);
+    if (s->c.st) cudaStreamDestroy(s->c.st);
+    cudaFree(s->arena);
+    cudaFree(s->kv);
+    cudaFree(s->ws);
+    if (s->meta_h) cudaFreeHost(s->meta_h);
+    if (s->logits_h) cudaFreeHost(s->logits_h);
+    wk_free(s->layers);
+    wk_free(s);
+  }
+  wk_free(b);
+}
+
+extern "C" wk_backend *backend_cuda_create(void) {
+  wk_backend *b = (wk_backend *)wk_calloc(1, sizeof *b);
+  cu_state *s = (cu_state *)wk_calloc(1, sizeof *s);
+  if (!b || !s) {
+    wk_free(b);
+    wk_free(s);
+    return NULL;
+  }
+  b->name = "cuda";
+  b->ctx = s;
+  b->prepare = cuda_prepare;
+  b->forward = cuda_forward;
+  b->kv_copy_blocks = cuda_kv_copy;
+  b->memory = cuda_memory;
+  b->destroy = cuda_destroy;
+  return b;
+}
+
+extern "C" int backend_cuda_device_count(void) {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    cudaGetLastError();  // clear the sticky "no device" status
+    return 0;
+  }
+  return n;
+}

@@ -1,0 +1,83 @@
+// Shared helpers of the CUDA backend: the one CHECK macro for CUDA/cuBLAS
+// calls (it fills a wk_error and returns WICK_ERR_DEVICE), warp and block
+// reductions, and small conversions. Device code only includes this file.
+#ifndef WICK_BACKEND_CUDA_HELPERS_CUH
+#define WICK_BACKEND_CUDA_HELPERS_CUH
+
+#include <cublas_v2.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+
+extern "C" {
+#include "base/error.h"
+}
+
+// Formats one line into err (the library's wk_fail lives in the C library;
+// this copy keeps the static CUDA library free of a link cycle).
+static inline int cu_fail(wk_error *err, int status, const char *fmt, ...) {
+  if (err) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+    va_end(ap);
+  }
+  return status;
+}
+
+static inline const char *cu_status_str(cudaError_t e) { return cudaGetErrorString(e); }
+static inline const char *cu_status_str(cublasStatus_t s) { return cublasGetStatusString(s); }
+static inline bool cu_ok(cudaError_t e) { return e == cudaSuccess; }
+static inline bool cu_ok(cublasStatus_t s) { return s == CUBLAS_STATUS_SUCCESS; }
+
+// Every CUDA and cuBLAS call goes through CK; `err` must be in scope.
+#define CK(call)                                                                          \
+  do {                                                                                    \
+    auto ck_s_ = (call);                                                                  \
+    if (!cu_ok(ck_s_))                                                                    \
+      return cu_fail(err, WICK_ERR_DEVICE, "cuda: %s failed (%s:%d): %s", #call, __FILE__, \
+                     __LINE__, cu_status_str(ck_s_));                                     \
+  } while (0)
+// After each kernel launch.
+#define CK_LAUNCH() CK(cudaGetLastError())
+
+static __device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+static __device__ __forceinline__ float warp_max(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
+// Sum over the whole block (blockDim.x a multiple of 32, at most 1024);
+// every thread gets the result. scratch: 32 floats of shared memory.
+static __device__ __forceinline__ float block_sum(float v, float *scratch) {
+  int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+  v = warp_sum(v);
+  __syncthreads();
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  v = lane < nw ? scratch[lane] : 0.0f;
+  return warp_sum(v);
+}
+
+static __device__ __forceinline__ float block_max(float v, float *scratch) {
+  int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+  v = warp_max(v);
+  __syncthreads();
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  v = lane < nw ? scratch[lane] : -INFINITY;
+  return warp_max(v);
+}
+
+static inline int cu_div_up(long a, long b) { return (int)((a + b - 1) / b); }
+
+#endif

@@ -1,0 +1,89 @@
+// Internal interface between the CUDA backend's files (C++ linkage; only the
+// entry points in backend.h and cuda_test.h are extern "C").
+#ifndef WICK_BACKEND_CUDA_INTERNAL_CUH
+#define WICK_BACKEND_CUDA_INTERNAL_CUH
+
+#include "backend/cuda/helpers.cuh"
+
+// A weight on the device, in its file format: rows of row_bytes bytes.
+struct cu_weight {
+  const uint8_t *d;  // device pointer; NULL = absent
+  int type;          // wk_type id
+  int rows, cols;    // output features, input features (cols % 32 == 0)
+  size_t row_bytes;
+};
+
+// What every op needs: the stream, the cuBLAS handle and scratch space.
+struct cu_ctx {
+  cudaStream_t st;
+  cublasHandle_t blas;
+  __half *wscratch;       // dequantized weight rows for the GEMM path
+  size_t wscratch_elems;  // its capacity in elements
+  __half *xh;             // activations converted to f16/bf16 for the GEMM path
+  size_t xh_elems;
+  int mv_max_tokens;      // at most this many tokens take the matrix-vector path
+};
+
+// y[t][r] = sum_c W[r][c] * x[t][c] + beta * y[t][r] for t < n; x is
+// n rows of w->cols floats, y n rows of w->rows floats.
+int cu_matmul(cu_ctx *c, const cu_weight *w, const float *x, int n, float *y, float beta,
+              wk_error *err);
+// The matrix-vector kernel for nw (1..3) matrices of one type and row length
+// that read the same x: ys[i] = ws[i] x (+ beta ys[i]), one launch.
+int cu_matvec_multi(cu_ctx *c, const cu_weight *const *ws, float *const *ys, int nw,
+                    const float *x, int n, float beta, wk_error *err);
+// Always the matrix-vector kernel (tests, benchmarks).
+int cu_matvec(cu_ctx *c, const cu_weight *w, const float *x, int n, float *y, float beta,
+              wk_error *err);
+// x[t] = row tok[t] of w, times scale (tok on the device).
+int cu_embed(cu_ctx *c, const cu_weight *w, const int32_t *tok, int n, float scale, float *x,
+             wk_error *err);
+// out[r - r0][c] = W[r][c] as f16 for r in [r0, r1).
+int cu_dequant_f16(cu_ctx *c, const cu_weight *w, int r0, int r1, __half *out, wk_error *err);
+
+// Per-token and per-sequence facts of one forward call, on the device.
+struct cu_meta {
+  const int32_t *tok;     // [n] token ids
+  const int32_t *pos;     // [n] absolute positions
+  const int32_t *slot;    // [n] KV slot (block * block_size + offset) of each new token
+  const int32_t *tseq;    // [n] sequence of each token
+  const int32_t *bt_off;  // [n_seqs] start of each sequence's block table in bt
+  const int32_t *bt;      // concatenated block tables
+  const int32_t *lrow;    // [n_logits] token rows whose logits are wanted
+};
+
+// out[t] = (add ? out[t] : 0) + rmsnorm(x[rows ? rows[t] : t]) * w, rows of dim.
+int cu_rmsnorm(cu_ctx *c, const float *x, const int32_t *rows, const float *w, float eps, int dim,
+               int n, float *out, bool add, wk_error *err);
+
+// Shapes and per-layer constants of the attention block.
+struct cu_attn_shape {
+  int n_heads, n_kv_heads, head_dim;
+  int rope_dim;
+  bool rope_neox;
+  const double *inv_freq;  // [rope_dim / 2] angle per position of each pair (device)
+  const float *q_norm;     // per-head norms or NULL
+  const float *k_norm;
+  const float *bq, *bk, *bv;  // biases or NULL
+  float eps;
+  int block_size;          // KV slots a block
+  float scale;             // q.k scale
+  float softcap;           // 0 = none
+  int window;              // 0 = global
+};
+// Adds biases, normalizes Q and K per head, rotates them, keeps Q (f32, in
+// place) and writes K and V (f16) into the cache slots of the tokens.
+int cu_qkv_post(cu_ctx *c, const cu_attn_shape *a, const cu_meta *m, int n, float *q,
+                const float *k, const float *v, __half *kc, __half *vc, wk_error *err);
+// Causal attention of the n new tokens over the paged cache (split over the
+// keys into `splits` parts when splits > 1; part holds the partial results).
+int cu_attention(cu_ctx *c, const cu_attn_shape *a, const cu_meta *m, int n, const float *q,
+                 const __half *kc, const __half *vc, float *out, int splits, float *part,
+                 wk_error *err);
+
+// g = act(g) * u over n values (0 SwiGLU, 1 GeGLU with tanh).
+int cu_glu(cu_ctx *c, float *g, const float *u, long n, int act, wk_error *err);
+// x = cap * tanh(x / cap).
+int cu_softcap(cu_ctx *c, float *x, long n, float cap, wk_error *err);
+
+#endif

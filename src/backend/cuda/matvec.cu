@@ -1,0 +1,160 @@
+// Matrix-vector products (decode), embedding lookup and dequantization to f16
+// for every weight type, plus the GEMM path (dequantized f16 tiles through
+// cuBLAS on tensor cores) for batches of tokens.
+#include "backend/cuda/internal.cuh"
+#include "backend/cuda/matvec.cuh"
+#include "backend/cuda/quant.cuh"
+
+template <int T>
+__global__ void k_embed(const uint8_t *__restrict__ W, size_t row_bytes, int rows, int cols,
+                        const int32_t *__restrict__ tok, float scale, float *__restrict__ x) {
+  int t = blockIdx.y;
+  int g = blockIdx.x * blockDim.x + threadIdx.x;
+  if (g >= cols / 32) return;
+  int id = tok[t];
+  float *o = x + (size_t)t * cols + 32 * g;
+  if (id < 0 || id >= rows) {  // the host checks ids; never read out of bounds
+#pragma unroll
+    for (int l = 0; l < 32; l++) o[l] = 0.0f;
+    return;
+  }
+  float w[32];
+  deq32<T>(W + (size_t)id * row_bytes, g, w);
+#pragma unroll
+  for (int l = 0; l < 32; l += 4)
+    *(float4 *)(o + l) = make_float4(w[l] * scale, w[l + 1] * scale, w[l + 2] * scale,
+                                     w[l + 3] * scale);
+}
+
+template <int T>
+__global__ void k_dequant_f16(const uint8_t *__restrict__ W, size_t row_bytes, int r0,
+                              int nrows, int cols, __half *__restrict__ out) {
+  long gi = (long)blockIdx.x * blockDim.x + threadIdx.x;
+  int ng = cols / 32;
+  if (gi >= (long)nrows * ng) return;
+  int r = (int)(gi / ng), g = (int)(gi % ng);
+  float w[32];
+  deq32<T>(W + (size_t)(r0 + r) * row_bytes, g, w);
+  uint4 *o = (uint4 *)(out + (size_t)r * cols + 32 * g);
+#pragma unroll
+  for (int i = 0; i < 4; i++) {
+    __half2 h[4];
+#pragma unroll
+    for (int k = 0; k < 4; k++) h[k] = __floats2half2_rn(w[8 * i + 2 * k], w[8 * i + 2 * k + 1]);
+    o[i] = *(uint4 *)h;
+  }
+}
+
+__global__ void k_to_f16(const float *__restrict__ x, __half *__restrict__ y, long n) {
+  long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = __float2half_rn(x[i]);
+}
+static int type_error(const cu_weight *w, wk_error *err) {
+  return cu_fail(err, WICK_ERR_UNSUPPORTED, "cuda: weight type %d has no CUDA kernel", w->type);
+}
+
+template <int T>
+static void launch_matvec(cu_ctx *c, const cu_weight *const *ws, float *const *ys, int nw,
+                          const float *x, int n, float beta) {
+  constexpr int R = mv_cfg<T>::R, NT = mv_cfg<T>::NT;
+  mv_jobs js = {};
+  int blocks = 0;
+  for (int i = 0; i < nw; i++) {
+    js.j[i] = {ws[i]->d, ws[i]->row_bytes, ws[i]->rows, cu_div_up(ws[i]->rows, R), ys[i]};
+    blocks += js.j[i].nblk;
+  }
+  js.n = nw;
+  k_matvec<T, R, NT><<<dim3(blocks, n), NT, 0, c->st>>>(js, ws[0]->cols, x, beta);
+}
+
+int cu_matvec_multi(cu_ctx *c, const cu_weight *const *ws, float *const *ys, int nw,
+                    const float *x, int n, float beta, wk_error *err) {
+  if (nw < 1 || nw > 3) return cu_fail(err, WICK_ERR_INVALID, "cuda: %d matrices in one launch", nw);
+  for (int i = 0; i < nw; i++)
+    if (ws[i]->type != ws[0]->type || ws[i]->cols != ws[0]->cols || ws[i]->cols % 32)
+      return cu_fail(err, WICK_ERR_INVALID, "cuda: matrices of one launch differ in type or row length");
+#define WK_CASE_(t)                                   \
+  case t:                                             \
+    launch_matvec<t>(c, ws, ys, nw, x, n, beta);      \
+    break;
+  switch (ws[0]->type) {
+    WK_CUDA_TYPES(WK_CASE_)
+    default: return type_error(ws[0], err);
+  }
+#undef WK_CASE_
+  CK_LAUNCH();
+  return WICK_OK;
+}
+
+int cu_matvec(cu_ctx *c, const cu_weight *w, const float *x, int n, float *y, float beta,
+              wk_error *err) {
+  return cu_matvec_multi(c, &w, &y, 1, x, n, beta, err);
+}
+
+int cu_embed(cu_ctx *c, const cu_weight *w, const int32_t *tok, int n, float scale, float *x,
+             wk_error *err) {
+  dim3 grid(cu_div_up(w->cols / 32, 128), n);
+#define WK_CASE_(t)                                                                           \
+  case t:                                                                                     \
+    k_embed<t><<<grid, 128, 0, c->st>>>(w->d, w->row_bytes, w->rows, w->cols, tok, scale, x); \
+    break;
+  switch (w->type) {
+    WK_CUDA_TYPES(WK_CASE_)
+    default: return type_error(w, err);
+  }
+#undef WK_CASE_
+  CK_LAUNCH();
+  return WICK_OK;
+}
+
+int cu_dequant_f16(cu_ctx *c, const cu_weight *w, int r0, int r1, __half *out, wk_error *err) {
+  long groups = (long)(r1 - r0) * (w->cols / 32);
+  int grid = cu_div_up(groups, 256);
+#define WK_CASE_(t)                                                                          \
+  case t:                                                                                    \
+    k_dequant_f16<t><<<grid, 256, 0, c->st>>>(w->d, w->row_bytes, r0, r1 - r0, w->cols, out); \
+    break;
+  switch (w->type) {
+    WK_CUDA_TYPES(WK_CASE_)
+    default: return type_error(w, err);
+  }
+#undef WK_CASE_
+  CK_LAUNCH();
+  return WICK_OK;
+}
+
+// Y (n x rows, row-major) = X (n x cols) . W^T: in cuBLAS's column-major
+// terms C (rows x n) = op(A) B with A = W stored as (cols x rows).
+static int gemm(cu_ctx *c, const void *W, cudaDataType wt, int rows, int cols, const void *X,
+                int n, float *y, int ldy, float beta, wk_error *err) {
+  float alpha = 1.0f;
+  CK(cublasGemmEx(c->blas, CUBLAS_OP_T, CUBLAS_OP_N, rows, n, cols, &alpha, W, wt, cols, X, wt,
+                  cols, &beta, y, CUDA_R_32F, ldy, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  return WICK_OK;
+}
+
+int cu_matmul(cu_ctx *c, const cu_weight *w, const float *x, int n, float *y, float beta,
+              wk_error *err) {
+  if (n <= c->mv_max_tokens) return cu_matvec(c, w, x, n, y, beta, err);
+  long nx = (long)n * w->cols;
+  if ((size_t)nx > c->xh_elems)
+    return cu_fail(err, WICK_ERR_RANGE, "cuda: %ld activations exceed the %zu-element buffer", nx,
+                   c->xh_elems);
+  // f16 activations (11-bit significands) for every type; BF16 weights are
+  // converted to f16 as the quantized ones are, rather than running the GEMM
+  // with bf16 activations (8-bit significands).
+  k_to_f16<<<cu_div_up(nx, 256), 256, 0, c->st>>>(x, c->xh, nx);
+  CK_LAUNCH();
+  if (w->type == WK_F16)
+    return gemm(c, w->d, CUDA_R_16F, w->rows, w->cols, c->xh, n, y, w->rows, beta, err);
+  long chunk = (long)(c->wscratch_elems / (size_t)w->cols);
+  if (chunk < 1) return cu_fail(err, WICK_ERR_RANGE, "cuda: GEMM scratch smaller than one row");
+  for (int r0 = 0; r0 < w->rows; r0 += (int)chunk) {
+    int r1 = r0 + (int)chunk < w->rows ? r0 + (int)chunk : w->rows;
+    int st = cu_dequant_f16(c, w, r0, r1, c->wscratch, err);
+    if (st) return st;
+    st = gemm(c, c->wscratch, CUDA_R_16F, r1 - r0, w->cols, c->xh, n, y + r0, w->rows, beta, err);
+    if (st) return st;
+  }
+  return WICK_OK;
+}

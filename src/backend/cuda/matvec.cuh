@@ -1,0 +1,89 @@
+// The matrix-vector kernel, templated on the weight type, the rows a block
+// computes (R) and its threads (NT), so benchmarks can sweep the shape. One
+// launch may serve up to three matrices of one type that read the same x
+// (Q/K/V, gate/up): blocks are dealt to them in order.
+#ifndef WICK_BACKEND_CUDA_MATVEC_CUH
+#define WICK_BACKEND_CUDA_MATVEC_CUH
+
+#include "backend/cuda/quant.cuh"
+
+struct mv_job {
+  const uint8_t *W;  // rows x row_bytes
+  size_t row_bytes;
+  int rows;
+  int nblk;  // blocks of this job: ceil(rows / R)
+  float *y;  // [n tokens][rows]
+};
+struct mv_jobs {
+  mv_job j[3];
+  int n;
+};
+
+// One block of NT threads computes R rows for one token: every thread walks
+// groups of 32 columns, decodes them from each row and dots them with x.
+template <int T, int R, int NT>
+__global__ void __launch_bounds__(NT) k_matvec(mv_jobs js, int cols, const float *__restrict__ x,
+                                               float beta) {
+  __shared__ float red[R][NT / 32];
+  int b = blockIdx.x, ji = 0;
+  if (js.n > 1 && b >= js.j[0].nblk) {
+    b -= js.j[0].nblk, ji = 1;
+    if (js.n > 2 && b >= js.j[1].nblk) b -= js.j[1].nblk, ji = 2;
+  }
+  const uint8_t *W = ji == 0 ? js.j[0].W : ji == 1 ? js.j[1].W : js.j[2].W;
+  size_t row_bytes = ji == 0 ? js.j[0].row_bytes : ji == 1 ? js.j[1].row_bytes : js.j[2].row_bytes;
+  int rows = ji == 0 ? js.j[0].rows : ji == 1 ? js.j[1].rows : js.j[2].rows;
+  float *y = ji == 0 ? js.j[0].y : ji == 1 ? js.j[1].y : js.j[2].y;
+  int tok = blockIdx.y;
+  x += (size_t)tok * cols;
+  y += (size_t)tok * rows;
+  int r0 = b * R;
+  int ng = cols / 32;
+  float acc[R];
+#pragma unroll
+  for (int r = 0; r < R; r++) acc[r] = 0.0f;
+  for (int g = threadIdx.x; g < ng; g += NT) {
+    float xv[32];
+    const float4 *xp = (const float4 *)(x + 32 * g);
+#pragma unroll
+    for (int i = 0; i < 8; i++) {
+      float4 v = __ldg(xp + i);
+      xv[4 * i] = v.x, xv[4 * i + 1] = v.y, xv[4 * i + 2] = v.z, xv[4 * i + 3] = v.w;
+    }
+    xsum sx = {0.0f, 0.0f};
+#pragma unroll
+    for (int l = 0; l < 16; l++) sx.lo += xv[l], sx.hi += xv[l + 16];
+    // Rows past the end repeat the last row (no branch, so every row's
+    // loads are in flight together); their sums are never written.
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+      int row = r0 + r < rows ? r0 + r : rows - 1;
+      acc[r] += dot32<T>(W + (size_t)row * row_bytes, g, xv, sx);
+    }
+  }
+  int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+#pragma unroll
+  for (int r = 0; r < R; r++) {
+    float v = warp_sum(acc[r]);
+    if (lane == 0) red[r][warp] = v;
+  }
+  __syncthreads();
+  if (threadIdx.x < R && r0 + (int)threadIdx.x < rows) {
+    float s = 0.0f;
+#pragma unroll
+    for (int i = 0; i < NT / 32; i++) s += red[threadIdx.x][i];
+    float *o = y + r0 + threadIdx.x;
+    *o = beta != 0.0f ? s + beta * *o : s;
+  }
+}
+
+// Block shape per type, from the sweep in docs/CUDA.md: more rows per thread
+// keep more loads in flight; the float formats with wide rows stay at 4.
+template <int T>
+struct mv_cfg {
+  static constexpr bool small = T == WK_F32 || T == WK_Q4_0 || T == WK_Q4_1 || T == WK_Q5_0 ||
+                                T == WK_Q5_1 || T == WK_Q8_0;
+  static constexpr int R = small ? 4 : 8, NT = small ? 64 : 128;
+};
+
+#endif

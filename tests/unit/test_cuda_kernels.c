@@ -1,0 +1,196 @@
+// CUDA kernels against the reference quant routines (src/quant/) and a
+// double-precision attention written here, on fresh random inputs with
+// NaN-poisoned outputs. Without a CUDA device it prints "skipped: no CUDA
+// device" and passes.
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/backend.h"
+#include "base/alloc.h"
+#include "base/fp.h"
+#include "quant/quant.h"
+#include "quant/types.h"
+#ifdef WICK_HAVE_CUDA
+#include "backend/cuda/cuda_test.h"
+#endif
+
+#ifdef WICK_HAVE_CUDA
+static int g_fail;
+
+static uint64_t g_rng = 0x243f6a8885a308d3ull;
+static double urand(void) {
+  g_rng ^= g_rng << 13, g_rng ^= g_rng >> 7, g_rng ^= g_rng << 17;
+  return (double)(g_rng >> 11) / 9007199254740992.0;
+}
+static float nrand(void) {
+  double u1 = urand() + 1e-300, u2 = urand();
+  return (float)(sqrt(-2 * log(u1)) * cos(6.283185307179586 * u2));
+}
+
+#define CHECK(cond, ...)              \
+  do {                                \
+    if (!(cond)) {                    \
+      printf("FAIL: " __VA_ARGS__);   \
+      printf("\n");                   \
+      g_fail++;                       \
+    }                                 \
+  } while (0)
+
+static const int k_types[] = {WK_F32,  WK_F16,  WK_BF16, WK_Q4_0, WK_Q4_1,     WK_Q5_0,    WK_Q5_1,
+                              WK_Q8_0, WK_Q4_K, WK_Q5_K, WK_Q6_K, WK_FP8_E4M3, WK_FP8_E5M2};
+
+static void test_matmul(int type, int rows, int cols, int n, int path) {
+  const char *name = wk_type_get(type)->name;
+  size_t rb = wk_row_size(type, cols);
+  uint8_t *w = wk_malloc(rb * rows);
+  float *row = wk_malloc(sizeof(float) * cols), *x = wk_malloc(sizeof(float) * n * cols);
+  float *y = wk_malloc(sizeof(float) * n * rows), *deq = wk_malloc(sizeof(float) * cols);
+  for (int r = 0; r < rows; r++) {
+    float sc = (float)(0.5 + urand());
+    for (int c = 0; c < cols; c++) row[c] = sc * nrand();
+    WK_ASSERT(wk_quantize_row(type, row, w + rb * r, cols) == WICK_OK);
+  }
+  for (int i = 0; i < n * cols; i++) x[i] = nrand();
+  wk_error err = {{0}};
+  int st = cuda_test_matmul(type, w, rows, cols, x, n, y, path, &err);
+  CHECK(st == WICK_OK, "matmul %s path %d: %s", name, path, err.msg);
+  double worst = 0;
+  for (int r = 0; r < rows && st == WICK_OK; r++) {
+    WK_ASSERT(wk_dequantize_row(type, w + rb * r, deq, cols) == WICK_OK);
+    for (int t = 0; t < n; t++) {
+      const float *xt = x + (size_t)t * cols;
+      double ref = wk_dot_row(type, w + rb * r, xt, cols), mag = 0;
+      for (int c = 0; c < cols; c++) mag += fabs((double)deq[c] * xt[c]);
+      double e = fabs(y[(size_t)t * rows + r] - ref) / (mag + 1e-6);
+      if (!(e <= worst)) worst = isnan(e) ? INFINITY : e;
+    }
+  }
+  // f32 accumulation: ~1e-6 of sum |w x|; the GEMM path rounds weights and
+  // activations to f16 (2^-11 each).
+  double tol = path == 1 ? 2e-3 : 2e-5;
+  CHECK(worst <= tol, "matmul %s %dx%d n=%d path %d: error %.3g of sum|wx| > %.1g", name, rows,
+        cols, n, path, worst, tol);
+  printf("matmul %-9s %5dx%-5d n=%d path %d: max error %.2e of sum|wx|\n", name, rows, cols, n,
+         path, worst);
+  wk_free(w), wk_free(row), wk_free(x), wk_free(y), wk_free(deq);
+}
+
+static void test_embed(int type, int rows, int cols) {
+  size_t rb = wk_row_size(type, cols);
+  uint8_t *w = wk_malloc(rb * rows);
+  float *row = wk_malloc(sizeof(float) * cols);
+  for (int r = 0; r < rows; r++) {
+    for (int c = 0; c < cols; c++) row[c] = nrand();
+    WK_ASSERT(wk_quantize_row(type, row, w + rb * r, cols) == WICK_OK);
+  }
+  enum { N = 7 };
+  int32_t ids[N];
+  for (int i = 0; i < N; i++) ids[i] = (int32_t)(urand() * rows);
+  float *out = wk_malloc(sizeof(float) * N * cols);
+  wk_error err = {{0}};
+  float scale = 1.5f;
+  int st = cuda_test_embed(type, w, rows, cols, ids, N, scale, out, &err);
+  CHECK(st == WICK_OK, "embed %s: %s", wk_type_get(type)->name, err.msg);
+  int bad = 0;
+  for (int i = 0; i < N && st == WICK_OK; i++) {
+    WK_ASSERT(wk_dequantize_row(type, w + rb * ids[i], row, cols) == WICK_OK);
+    for (int c = 0; c < cols; c++) {
+      float ref = row[c] * scale, got = out[(size_t)i * cols + c];
+      if (!(fabsf(got - ref) <= 1e-6f * fabsf(ref) + 1e-7f)) bad++;
+    }
+  }
+  CHECK(bad == 0, "embed %s: %d values differ from the reference", wk_type_get(type)->name, bad);
+  wk_free(w), wk_free(row), wk_free(out);
+}
+
+static float f16r(float v) { return wk_f16_to_f32(wk_f32_to_f16(v)); }
+
+static void test_attention(int nh, int nkv, int hd, int n_ctx, int n_new, int window,
+                           float softcap, int splits) {
+  const int bs = 16, nb = (n_ctx + bs - 1) / bs, pool = nb + 5;
+  int32_t *blocks = wk_malloc(sizeof(int32_t) * nb);
+  int32_t *perm = wk_malloc(sizeof(int32_t) * pool);  // a random choice of distinct blocks
+  for (int i = 0; i < pool; i++) perm[i] = i;
+  for (int i = pool - 1; i > 0; i--) {
+    int j = (int)(urand() * (i + 1)), tmp = perm[i];
+    perm[i] = perm[j], perm[j] = tmp;
+  }
+  for (int i = 0; i < nb; i++) blocks[i] = perm[i];
+  wk_free(perm);
+  size_t qn = (size_t)n_new * nh * hd, kn = (size_t)n_ctx * nkv * hd;
+  float *q = wk_malloc(4 * qn), *k = wk_malloc(4 * kn), *v = wk_malloc(4 * kn);
+  float *out = wk_malloc(4 * qn);
+  double *sc = wk_malloc(sizeof(double) * n_ctx);
+  for (size_t i = 0; i < qn; i++) q[i] = nrand();
+  for (size_t i = 0; i < kn; i++) k[i] = nrand(), v[i] = nrand();
+  float scale = 1.0f / sqrtf((float)hd);
+  cuda_test_attn a = {nh, nkv, hd, n_ctx, n_new, window, bs, pool, splits, scale, softcap, blocks};
+  wk_error err = {{0}};
+  int st = cuda_test_attention(&a, q, k, v, out, &err);
+  CHECK(st == WICK_OK, "attention: %s", err.msg);
+  double worst = 0;
+  for (int t = 0; t < n_new && st == WICK_OK; t++) {
+    int p = n_ctx - n_new + t, lo = window > 0 && p - window + 1 > 0 ? p - window + 1 : 0;
+    for (int h = 0; h < nh; h++) {
+      int kvh = h / (nh / nkv);
+      const float *qh = q + ((size_t)t * nh + h) * hd;
+      double mx = -INFINITY, sum = 0;
+      for (int j = lo; j <= p; j++) {
+        double s = 0;
+        for (int d = 0; d < hd; d++) s += (double)qh[d] * f16r(k[((size_t)j * nkv + kvh) * hd + d]);
+        s *= scale;
+        if (softcap > 0) s = softcap * tanh(s / softcap);
+        sc[j] = s;
+        if (s > mx) mx = s;
+      }
+      for (int j = lo; j <= p; j++) sc[j] = exp(sc[j] - mx), sum += sc[j];
+      for (int d = 0; d < hd; d++) {
+        double o = 0;
+        for (int j = lo; j <= p; j++) o += sc[j] * f16r(v[((size_t)j * nkv + kvh) * hd + d]);
+        o /= sum;
+        double e = fabs(out[((size_t)t * nh + h) * hd + d] - o);
+        if (!(e <= worst)) worst = isnan(e) ? INFINITY : e;
+      }
+    }
+  }
+  CHECK(worst < 2e-4, "attention heads %d/%d hd %d ctx %d new %d window %d cap %g splits %d: "
+        "max error %.3g", nh, nkv, hd, n_ctx, n_new, window, softcap, splits, worst);
+  printf("attention heads %d/%d hd %3d ctx %4d new %3d window %3d cap %4g splits %2d: max error %.2e\n",
+         nh, nkv, hd, n_ctx, n_new, window, softcap, splits, worst);
+  wk_free(blocks), wk_free(q), wk_free(k), wk_free(v), wk_free(out), wk_free(sc);
+}
+#endif
+
+int main(void) {
+#ifndef WICK_HAVE_CUDA
+  printf("skipped: no CUDA device\n");
+  return 0;
+#else
+  if (backend_cuda_device_count() == 0) {
+    printf("skipped: no CUDA device\n");
+    return 0;
+  }
+  for (size_t i = 0; i < sizeof k_types / sizeof k_types[0]; i++) {
+    int t = k_types[i];
+    test_matmul(t, 67, 768, 1, 0);
+    test_matmul(t, 130, 1024, 3, 0);
+    test_matmul(t, 200, 512, 9, 1);
+    test_matmul(t, 101, 512, 1, 2);
+    test_embed(t, 50, 512);
+  }
+  test_attention(8, 2, 64, 300, 1, 0, 0.0f, 8);
+  test_attention(8, 2, 64, 300, 1, 0, 0.0f, 1);
+  test_attention(4, 4, 128, 77, 77, 0, 0.0f, 1);
+  test_attention(4, 1, 256, 700, 5, 128, 50.0f, 4);
+  test_attention(6, 3, 128, 1000, 20, 0, 0.0f, 3);
+  if (g_fail) {
+    printf("%d checks failed\n", g_fail);
+    return 1;
+  }
+  printf("all CUDA kernel checks passed\n");
+  return 0;
+#endif
+}
