@@ -30,7 +30,9 @@ const char *tok_kind(const wk_tokenizer *t);  // "gpt2" / "llama"
 // (add_bos_token / add_eos_token). parse_special: text of special/control
 // tokens becomes those tokens. Writes up to cap ids; returns the total count
 // (which may exceed cap: call again with a bigger buffer) or a negative
-// wick_status.
+// wick_status. Invalid UTF-8 in text is first replaced by U+FFFD, one per
+// maximal invalid subpart (what Python's bytes.decode(errors="replace") gives,
+// i.e. the string Hugging Face would be handed). Thread-safe: t is not modified.
 int64_t tok_encode(const wk_tokenizer *t, const char *text, size_t len, bool add_special,
                    bool parse_special, int32_t *ids, int64_t cap);
 
@@ -49,12 +51,20 @@ typedef struct tok_stream {
   int n_pending;
   int n_tokens;     // tokens seen so far
   bool render_special;
+  bool started;     // some text has been written (the leading-space rule is spent)
 } tok_stream;
+
+// The smallest out buffer tok_stream_push / tok_stream_flush accept for any token.
+int tok_stream_min_cap(const wk_tokenizer *t);
 
 void tok_stream_init(tok_stream *s, const wk_tokenizer *t, bool render_special);
 // Appends the text completed by token id to out (cap bytes); returns bytes
 // written (>= 0) or a negative wick_status.
 int tok_stream_push(tok_stream *s, int32_t id, char *out, int cap);
+// Returns -WICK_ERR_RANGE (state unchanged) when cap < tok_stream_min_cap(t).
+// Invalid UTF-8 comes out as U+FFFD at once (one per byte for SentencePiece
+// byte tokens, one per maximal subpart for byte-level BPE), as in tok_decode
+// except that tok_decode judges a SentencePiece byte run as a whole.
 // Flushes held-back bytes (invalid UTF-8 at the end comes out as U+FFFD).
 int tok_stream_flush(tok_stream *s, char *out, int cap);
 
