@@ -1,0 +1,286 @@
+// Kernel microbenchmark: matrix-vector (decode) and matrix-matrix (prefill)
+// throughput of the CPU kernel table for every weight type, next to this
+// machine's read bandwidth measured in the same run.
+//
+//   bench_matvec [--types q4_0,q4_k,...] [--tokens 64] [--level avx2]
+//                [--min-time 0.3] [--no-gemm]
+//
+// Shapes are k (input length) x n (output rows); weights are rotated through
+// enough copies to exceed 256 MB, so every pass reads them from memory.
+// matvec: GB/s = weight bytes / time, % = of the read bandwidth with the same
+// thread count; L2 GB/s = one thread on rows that stay in L2, in thread CPU
+// time (the kernel's compute ceiling, robust to other load on the machine).
+// gemm: GFLOP/s = 2 k n tokens / time (2 threads).
+#include <math.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/cpu/kernels/kernels.h"
+#include "base/alloc.h"
+#include "base/cpu.h"
+#include "base/pool.h"
+#include "base/timer.h"
+#include "quant/quant.h"
+#include "quant/types.h"
+#include "wick.h"
+
+enum { MAX_THREADS = 2 };
+
+static const char *k_all_types =
+    "f32,f16,bf16,q4_0,q4_1,q5_0,q5_1,q8_0,q2_k,q3_k,q4_k,q5_k,q6_k,iq4_nl,iq4_xs,fp8_e4m3,"
+    "fp8_e5m2";
+static const int64_t k_shapes[][2] = {{4096, 14336}, {14336, 4096}, {576, 1536}, {640, 2048}};
+
+// ---- read bandwidth ---------------------------------------------------------
+
+typedef struct {
+  const uint64_t *buf;
+  size_t n;                   // words
+  uint64_t sums[MAX_THREADS]; // kept so the reads are not optimized away
+} bw_job;
+
+// Unaligned 32-byte vectors of words (GNU vector extension).
+typedef uint64_t bw_vec __attribute__((vector_size(32), aligned(8)));
+
+// Sums words [lo, hi) with 256-bit loads (AVX2 machines) ...
+__attribute__((target("avx2"))) static uint64_t bw_sum_avx2(const uint64_t *p, long lo, long hi) {
+  bw_vec a = {0}, b = {0}, c = {0}, d = {0};
+  for (long i = lo; i < hi; i += 16) {
+    a += *(const bw_vec *)(p + i), b += *(const bw_vec *)(p + i + 4);
+    c += *(const bw_vec *)(p + i + 8), d += *(const bw_vec *)(p + i + 12);
+  }
+  a += b + c + d;
+  return a[0] + a[1] + a[2] + a[3];
+}
+
+// ... or with plain code elsewhere.
+static uint64_t bw_sum(const uint64_t *p, long lo, long hi) {
+  uint64_t a = 0, b = 0, c = 0, d = 0;
+  for (long i = lo; i < hi; i += 4) a += p[i], b += p[i + 1], c += p[i + 2], d += p[i + 3];
+  return a + b + c + d;
+}
+
+static void bw_run(void *ctx, int ith, int nth) {
+  bw_job *j = ctx;
+  long lo, hi;
+  wk_split((long)j->n, ith, nth, 64, &lo, &hi);
+  j->sums[ith] = __builtin_cpu_supports("avx2") ? bw_sum_avx2(j->buf, lo, hi)
+                                                : bw_sum(j->buf, lo, hi);
+}
+
+// Best of 5 passes over a 1 GB buffer, GB/s.
+static double read_bandwidth(wk_pool *pool) {
+  size_t bytes = (size_t)1 << 30;
+  uint64_t *buf = wk_malloc(bytes);
+  if (!buf) return 0;
+  for (size_t i = 0; i < bytes / 8; i++) buf[i] = i * 0x9e3779b97f4a7c15ull;
+  bw_job j = {buf, bytes / 8, {0}};
+  double best = 0;
+  for (int rep = 0; rep < 5; rep++) {
+    double t0 = wk_now();
+    wk_pool_run(pool, bw_run, &j);
+    double dt = wk_now() - t0;
+    best = fmax(best, (double)bytes / dt / 1e9);
+  }
+  wk_free(buf);
+  return best;
+}
+
+// ---- matrix kernels under the pool ------------------------------------------
+
+typedef struct {
+  const wk_kernel *kr;
+  const uint8_t *w;  // one copy of the matrix
+  size_t rb;         // bytes per row
+  int64_t k, n;      // row length, rows
+  const uint8_t *xq;
+  size_t xb;         // bytes per token
+  int tokens;
+  float *y;          // tokens x n
+  long chunk;        // rows per chunk (a multiple of 12, the tile heights' multiple)
+  atomic_long next;  // next unclaimed chunk
+} mm_job;
+
+// Threads claim chunks of rows from a shared counter (as the CPU backend
+// does), so a thread the OS delays does not hold the others up.
+static void mm_run(void *ctx, int ith, int nth) {
+  (void)ith, (void)nth;
+  mm_job *j = ctx;
+  for (;;) {
+    long lo = atomic_fetch_add(&j->next, 1) * j->chunk;
+    if (lo >= j->n) return;
+    long hi = lo + j->chunk < j->n ? lo + j->chunk : j->n;
+    j->kr->gemm(j->w + (size_t)lo * j->rb, j->rb, j->k, (int)(hi - lo), j->xq, j->xb, j->tokens,
+                j->y + lo, (size_t)j->n);
+  }
+}
+
+// Seconds per call, averaged over enough calls (rotating copies) to fill min_time.
+static double time_gemm(wk_pool *pool, mm_job *j, const uint8_t *copies, int n_copies,
+                        size_t mat_bytes, double min_time) {
+  int calls = 0;
+  double t0 = wk_now(), dt;
+  do {
+    j->w = copies + (size_t)(calls % n_copies) * mat_bytes;
+    int nth = wk_pool_size(pool);
+    j->chunk = ((j->n + 4L * nth - 1) / (4L * nth) + 11) / 12 * 12;  // ~4 chunks a thread
+    atomic_store(&j->next, 0);
+    wk_pool_run(pool, mm_run, j);
+    calls++;
+    dt = wk_now() - t0;
+  } while (dt < min_time || calls < 3);
+  return dt / calls;
+}
+
+// Thread CPU seconds (not disturbed by other processes taking the CPU).
+static double cpu_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+// The kernel's own speed, memory aside: matvec GB/s on the calling thread
+// over the first rows of the matrix (about 256 KB, so they stay in L2),
+// timed in thread CPU time.
+static double cache_rate(mm_job *j, const uint8_t *w, double min_time) {
+  mm_job c = *j;
+  c.w = w;
+  c.n = (long)((256u << 10) / c.rb) / 12 * 12;
+  if (c.n < 12) c.n = 12;
+  if (c.n > j->n) c.n = j->n;
+  c.chunk = c.n;
+  int calls = 0;
+  double t0 = cpu_now(), dt;
+  do {
+    atomic_store(&c.next, 0);
+    mm_run(&c, 0, 1);
+    calls++;
+    dt = cpu_now() - t0;
+  } while (dt < min_time || calls < 3);
+  return (double)c.rb * (double)c.n * calls / dt / 1e9;
+}
+
+typedef struct {
+  int tokens;
+  int level;
+  int gemm;
+  double min_time;
+} options;
+
+static void bench_type(int type, const int64_t shape[2], const options *o, wk_pool *pools[],
+                       const double bw[]) {
+  wk_kernel kr;
+  if (wk_kernel_pick(type, o->level, &kr) != WICK_OK) return;
+  int64_t k = shape[0], n = shape[1];
+  int swapped = 0;
+  if (k % kr.k_multiple) {  // e.g. k = 576 for 256-blocks: bench the transpose
+    int64_t t = k;
+    k = n, n = t, swapped = 1;
+  }
+  size_t rb = wk_row_size(type, k), mat = rb * (size_t)n;
+  int copies = (int)((256u << 20) / mat) + 1;
+  if (copies < 2) copies = 2;
+  uint8_t *w = wk_malloc(mat * (size_t)copies);
+  float *x = wk_malloc(sizeof(float) * (size_t)k * (size_t)o->tokens);
+  size_t xb = wk_act_row_size(kr.act, k);
+  uint8_t *xq = wk_malloc(xb * (size_t)o->tokens);
+  float *y = wk_malloc(sizeof(float) * (size_t)n * (size_t)o->tokens);
+  if (!w || !x || !xq || !y) {
+    fprintf(stderr, "out of memory for %s %lldx%lld\n", wk_type_get(type)->name, (long long)k,
+            (long long)n);
+    goto done;
+  }
+  // Random rows, quantized once and copied (quantizing K-quants is slow).
+  uint64_t s = 88172645463325252ull;
+  for (int64_t i = 0; i < k * o->tokens; i++) {
+    s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+    x[i] = (float)((double)(s >> 11) * 0x1p-53 - 0.5);
+  }
+  for (int64_t r = 0; r < n; r++)
+    if (r < 64) wk_quantize_row(type, x + (r % o->tokens) * k, w + (size_t)r * rb, k);
+    else memcpy(w + (size_t)r * rb, w + (size_t)(r % 64) * rb, rb);
+  for (int c = 1; c < copies; c++) memcpy(w + (size_t)c * mat, w, mat);
+  for (int t = 0; t < o->tokens; t++) kr.quantize_act(x + (size_t)t * k, xq + t * xb, k);
+
+  char shape_s[48];
+  snprintf(shape_s, sizeof shape_s, "%lldx%lld%s", (long long)k, (long long)n,
+           swapped ? "*" : "");
+  printf("| %-8s | %-6s | %-12s |", wk_type_get(type)->name, wk_kernel_level_name(kr.level),
+         shape_s);
+  mm_job j = {.kr = &kr, .w = w, .rb = rb, .k = k, .n = n, .xq = xq, .xb = xb, .tokens = 1,
+              .y = y};
+  for (int th = 1; th <= MAX_THREADS; th++) {
+    double dt = time_gemm(pools[th], &j, w, copies, mat, o->min_time);
+    double gbs = (double)mat / dt / 1e9;
+    printf(" %6.1f | %3.0f%% |", gbs, 100 * gbs / bw[th]);
+    fflush(stdout);
+  }
+  printf(" %6.1f |", cache_rate(&j, w, o->min_time / 2));
+  if (o->gemm) {
+    j.tokens = o->tokens;
+    double dt = time_gemm(pools[MAX_THREADS], &j, w, copies, mat, o->min_time);
+    printf(" %7.1f |", 2.0 * (double)k * (double)n * o->tokens / dt / 1e9);
+  }
+  printf("\n");
+done:
+  wk_free(w);
+  wk_free(x);
+  wk_free(xq);
+  wk_free(y);
+}
+
+int main(int argc, char **argv) {
+  options o = {.tokens = 64, .level = WK_LEVEL_AUTO, .gemm = 1, .min_time = 0.3};
+  const char *types = k_all_types;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--types") && i + 1 < argc) types = argv[++i];
+    else if (!strcmp(argv[i], "--tokens") && i + 1 < argc) o.tokens = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--min-time") && i + 1 < argc) o.min_time = atof(argv[++i]);
+    else if (!strcmp(argv[i], "--no-gemm")) o.gemm = 0;
+    else if (!strcmp(argv[i], "--level") && i + 1 < argc) {
+      const char *l = argv[++i];
+      o.level = !strcmp(l, "scalar") ? WK_LEVEL_SCALAR
+                : !strcmp(l, "avx2") ? WK_LEVEL_AVX2
+                : !strcmp(l, "avx512") ? WK_LEVEL_AVX512
+                                       : WK_LEVEL_AUTO;
+    } else {
+      fprintf(stderr, "usage: %s [--types a,b] [--tokens N] [--level L] [--min-time S] "
+              "[--no-gemm]\n", argv[0]);
+      return 2;
+    }
+  }
+  if (o.tokens < 1) o.tokens = 1;
+  wk_cpu_features f;
+  wk_cpu_detect(&f);
+  wk_pool *pools[MAX_THREADS + 1] = {NULL};
+  for (int th = 1; th <= MAX_THREADS; th++) pools[th] = wk_pool_create(th);
+  double bw[MAX_THREADS + 1] = {0};
+  for (int th = 1; th <= MAX_THREADS; th++) bw[th] = read_bandwidth(pools[th]);
+  printf("cpu: %s (best kernel level %s)\n", f.brand, wk_kernel_level_name(wk_kernel_best_level()));
+  printf("read bandwidth (sum over 1 GB, best of 5): 1 thread %.1f GB/s, 2 threads %.1f GB/s\n",
+         bw[1], bw[2]);
+  printf("matvec: GB/s of weights read, %% of the read bandwidth with as many threads; L2: one "
+         "thread, rows in L2, CPU time; gemm: %d tokens, 2 threads. * = k and n swapped (k not a "
+         "multiple of the block)\n\n", o.tokens);
+  printf("| type     | level  | k x n        | 1t GB/s | %%    | 2t GB/s | %%    | L2 GB/s | "
+         "gemm GFLOP/s |\n");
+  printf("|----------|--------|--------------|--------:|-----:|--------:|-----:|--------:|"
+         "-------------:|\n");
+  char *list = wk_strndup(types, strlen(types));
+  for (char *save = NULL, *name = strtok_r(list, ",", &save); name;
+       name = strtok_r(NULL, ",", &save)) {
+    int type = wk_type_from_name(name);
+    if (type < 0) {
+      fprintf(stderr, "unknown type %s\n", name);
+      continue;
+    }
+    for (size_t si = 0; si < sizeof k_shapes / sizeof k_shapes[0]; si++)
+      bench_type(type, k_shapes[si], &o, pools, bw);
+  }
+  wk_free(list);
+  for (int th = 1; th <= MAX_THREADS; th++) wk_pool_destroy(pools[th]);
+  return 0;
+}

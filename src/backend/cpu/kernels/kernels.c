@@ -1,0 +1,84 @@
+// The kernel table: which activation format each weight type pairs with, and
+// the one place where the instruction-set level is chosen.
+#include "backend/cpu/kernels/kernels.h"
+
+#include "backend/cpu/kernels/kernels_internal.h"
+#include "base/cpu.h"
+#include "quant/types.h"
+#include "wick.h"
+
+const int8_t wk_kern_iq4nl_values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                         1,    13,   25,  38,  53,  69,  89,  113};
+
+typedef struct {
+  int type;
+  int act;  // wk_act_fmt
+} type_row;
+
+static const type_row k_types[] = {
+    {WK_F32, WK_ACT_F32},      {WK_F16, WK_ACT_F32},      {WK_BF16, WK_ACT_F32},
+    {WK_FP8_E4M3, WK_ACT_F32}, {WK_FP8_E5M2, WK_ACT_F32}, {WK_Q4_0, WK_ACT_Q8},
+    {WK_Q4_1, WK_ACT_Q8},      {WK_Q5_0, WK_ACT_Q8},      {WK_Q5_1, WK_ACT_Q8},
+    {WK_Q8_0, WK_ACT_Q8},      {WK_IQ4_NL, WK_ACT_Q8},    {WK_Q2_K, WK_ACT_Q8K},
+    {WK_Q3_K, WK_ACT_Q8K},     {WK_Q4_K, WK_ACT_Q8K},     {WK_Q5_K, WK_ACT_Q8K},
+    {WK_Q6_K, WK_ACT_Q8K},     {WK_IQ4_XS, WK_ACT_Q8K},
+};
+
+static int act_block(int act) { return act == WK_ACT_Q8 ? 32 : act == WK_ACT_Q8K ? 256 : 1; }
+
+size_t wk_act_row_size(int act, int64_t n) {
+  int blk = act_block(act);
+  if (n < 0 || n % blk) return 0;
+  size_t per = act == WK_ACT_Q8 ? sizeof(wk_act_q8)
+               : act == WK_ACT_Q8K ? sizeof(wk_act_q8k)
+                                   : sizeof(float);
+  return (size_t)(n / blk) * per;
+}
+
+int wk_kernel_best_level(void) {
+  wk_cpu_features f;
+  wk_cpu_detect(&f);
+  bool avx2 = f.avx2 && f.fma && f.f16c;
+  if (avx2 && f.avx512f && f.avx512bw && f.avx512vl && f.avx512vnni) return WK_LEVEL_AVX512;
+  if (avx2) return WK_LEVEL_AVX2;
+  return WK_LEVEL_SCALAR;
+}
+
+const char *wk_kernel_level_name(int level) {
+  switch (level) {
+    case WK_LEVEL_SCALAR: return "scalar";
+    case WK_LEVEL_AVX2: return "avx2";
+    case WK_LEVEL_AVX512: return "avx512";
+    default: return "?";
+  }
+}
+
+int wk_kernel_pick(int type, int level, wk_kernel *out) {
+  const type_row *row = NULL;
+  for (size_t i = 0; i < sizeof k_types / sizeof k_types[0]; i++)
+    if (k_types[i].type == type) row = &k_types[i];
+  const wk_type_info *info = wk_type_get(type);
+  if (!row || !info) return WICK_ERR_UNSUPPORTED;
+  int best = wk_kernel_best_level();
+  if (level == WK_LEVEL_AUTO) level = best;
+  if (level < WK_LEVEL_SCALAR || level > best) return WICK_ERR_UNSUPPORTED;
+
+  wk_kernel k = {.type = type, .act = row->act};
+  int blk = act_block(row->act);
+  k.k_multiple = info->block > blk ? info->block : blk;
+  bool simd = level >= WK_LEVEL_AVX2;
+  k.quantize_act = row->act == WK_ACT_Q8    ? (simd ? wk_kern_avx2_quantize_q8 : wk_kern_quantize_q8)
+                   : row->act == WK_ACT_Q8K ? (simd ? wk_kern_avx2_quantize_q8k : wk_kern_quantize_q8k)
+                                            : wk_kern_quantize_f32;
+  // Highest level at or below the one asked for that implements the type.
+  int found = 0;
+  for (int l = level; l >= WK_LEVEL_SCALAR && !found; l--) {
+    k.level = l;
+    if (l == WK_LEVEL_AVX512) found = wk_kern_avx512_find(type, &k.vec_dot, &k.gemm);
+    else if (l == WK_LEVEL_AVX2) found = wk_kern_avx2_find(type, &k.vec_dot, &k.gemm);
+    else found = wk_kern_scalar_find(type, &k.vec_dot, &k.gemm);
+  }
+  if (!found) return WICK_ERR_UNSUPPORTED;
+  *out = k;
+  return WICK_OK;
+}

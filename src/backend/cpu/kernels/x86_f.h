@@ -1,0 +1,191 @@
+// x86 kernels for float weights against f32 activations: F32, F16, BF16 and
+// wick's block-scaled FP8 (E4M3, E5M2). Weights are widened to f32 in
+// registers and multiplied with fused multiply-adds. Each step widens 32
+// weights into four vectors of 8; KF_OFF gives where each vector's 8
+// activations start within the step. Included after x86_tile.h.
+#ifndef WICK_BACKEND_CPU_KERNELS_X86_F_H
+#define WICK_BACKEND_CPU_KERNELS_X86_F_H
+
+// Same shape as KTILE, in float: FP8 blocks sum into a partial that is scaled
+// once per block; unscaled types accumulate straight into acc.
+#define KFTILE(T, RM, RN) KFTILE_(T, RM, RN)
+#define KFTILE_(T, RM, RN)                                                                   \
+  KT static void T##_tile_##RM##x##RN(const uint8_t *w, size_t ws, int64_t nb,                \
+                                      const uint8_t *xq, size_t xs, float *y, size_t ys, size_t yr) {    \
+    __m256 acc[RM][RN];                                                                       \
+    KUNROLL for (int r = 0; r < RM; r++) KUNROLL for (int t = 0; t < RN; t++) acc[r][t] =     \
+        _mm256_setzero_ps();                                                                  \
+    for (int64_t b = 0; b < nb; b++) {                                                        \
+      const float *x[RN];                                                                     \
+      __m256 part[RM][RN];                                                                    \
+      KUNROLL for (int t = 0; t < RN; t++) x[t] = (const float *)(xq + t * xs) + b * T##_QK;  \
+      KUNROLL for (int r = 0; r < RM; r++) KUNROLL for (int t = 0; t < RN; t++) part[r][t] =  \
+          T##_SCALED ? _mm256_setzero_ps() : acc[r][t];                                       \
+      KUNROLL for (int s = 0; s < T##_QK / 32; s++) {                                         \
+        KUNROLL for (int r = 0; r < RM; r++) {                                                \
+          __m256 wv[4];                                                                       \
+          T##_load(w + r * ws + b * T##_BYTES, s, wv);                                        \
+          KUNROLL for (int t = 0; t < RN; t++) KUNROLL for (int i = 0; i < 4; i++)            \
+              part[r][t] = _mm256_fmadd_ps(wv[i], _mm256_loadu_ps(x[t] + 32 * s + KF_OFF(T, i)), \
+                                           part[r][t]);                                       \
+        }                                                                                     \
+      }                                                                                       \
+      KUNROLL for (int r = 0; r < RM; r++) {                                                  \
+        __m256 sc = _mm256_set1_ps(T##_scale(w + r * ws + b * T##_BYTES));                    \
+        KUNROLL for (int t = 0; t < RN; t++) acc[r][t] =                                      \
+            T##_SCALED ? _mm256_fmadd_ps(sc, part[r][t], acc[r][t]) : part[r][t];             \
+      }                                                                                       \
+    }                                                                                         \
+    KUNROLL for (int r = 0; r < RM; r++) KUNROLL for (int t = 0; t < RN; t++)                 \
+        y[t * ys + r * yr] = khsum(acc[r][t]);                                                     \
+  }
+
+// Element order within a step: contiguous, or the lane order of the byte
+// unpacks the FP8 decoders use (0-7, 16-23, 8-15, 24-31).
+#define KF_OFF(T, i) (T##_INTERLEAVED ? ((i) & 1) * 16 + ((i) >> 1) * 8 : 8 * (i))
+
+// vec_dot and gemm of float type T; k need not be a multiple of T_QK for
+// the unscaled types: the tail is added element by element (T_tail).
+#define KFGEMM(T) KFGEMM_(T, KF_RM, KF_RN)
+#define KFGEMM_(T, KRM, KRN)                                                                        \
+  KFTILE(T, KRM, KRN)                                                                       \
+  KFTILE(T, 1, KRN)                                                                         \
+  KFTILE(T, KRM, 1)                                                                         \
+  KFTILE(T, 1, 1)                                                                           \
+  KT static float T##_vec_dot(int64_t n, const void *w, const void *xq) {                  \
+    float y;                                                                                \
+    int64_t nb = n / T##_QK, done = nb * T##_QK;                                            \
+    T##_tile_1x1(w, 0, nb, xq, 0, &y, 0, 0);                                                   \
+    if (done < n)                                                                           \
+      y += T##_tail((const uint8_t *)w + nb * T##_BYTES, (const float *)xq + done, n - done); \
+    return y;                                                                               \
+  }                                                                                         \
+  KT static void T##_gemm(const void *wv, size_t ws, int64_t k, int rows, const void *xqv,  \
+                          size_t xs, int n_tokens, float *y, size_t ys) {                   \
+    const uint8_t *w = wv, *xq = xqv;                                                       \
+    int64_t nb = k / T##_QK, done = nb * T##_QK;                                            \
+    for (int t0 = 0; t0 < n_tokens; t0 += KTOK_CHUNK) {                                     \
+      int t1 = t0 + KTOK_CHUNK < n_tokens ? t0 + KTOK_CHUNK : n_tokens;                     \
+      /* row tile j holds rows j, j + q, j + 2q, ...: KRM long sequential streams */ \
+      int q = rows / KRM;                                                                   \
+      for (int j = 0; j < q; j++) {                                                         \
+        const uint8_t *wr = w + (size_t)j * ws;                                             \
+        size_t wq = ws * (size_t)q;                                                         \
+        int t = t0;                                                                         \
+        for (; t + KRN <= t1; t += KRN)                                                     \
+          KTNAME(T, KRM, KRN)(wr, wq, nb, xq + t * xs, xs, y + t * ys + j, ys, q);          \
+        for (; t < t1; t++) KTNAME(T, KRM, 1)(wr, wq, nb, xq + t * xs, xs, y + t * ys + j, ys, q); \
+      }                                                                                     \
+      for (int r = q * KRM; r < rows; r++) {                                                \
+        const uint8_t *wr = w + (size_t)r * ws;                                             \
+        int t = t0;                                                                         \
+        for (; t + KRN <= t1; t += KRN)                                                     \
+          KTNAME(T, 1, KRN)(wr, ws, nb, xq + t * xs, xs, y + t * ys + r, ys, 0);            \
+        for (; t < t1; t++) T##_tile_1x1(wr, ws, nb, xq + t * xs, xs, y + t * ys + r, ys, 0); \
+      }                                                                                     \
+    }                                                                                       \
+    if (done < k)                                                                           \
+      for (int t = 0; t < n_tokens; t++)                                                    \
+        for (int r = 0; r < rows; r++)                                                      \
+          y[t * ys + r] += T##_tail(w + (size_t)r * ws + nb * T##_BYTES,                    \
+                                    (const float *)(xq + t * xs) + done, k - done);         \
+  }
+
+// ---- F32, F16, BF16: blocks of 64 for the tiles, any tail ------------------
+
+KT static inline float kf_one(float f) { return (void)f, 1.0f; }
+
+enum { kf32_QK = 64, kf32_BYTES = 256, kf32_SCALED = 0, kf32_INTERLEAVED = 0 };
+KT static inline float kf32_scale(const uint8_t *b) { return kf_one(0); }
+// Written out: as a loop GCC turns this into a 16-byte memory copy through the
+// stack, and the 32-byte reloads then stall on store forwarding.
+KT static inline void kf32_load(const uint8_t *b, int s, __m256 v[4]) {
+  const float *p = (const float *)(b + 128 * s);
+  v[0] = _mm256_loadu_ps(p);
+  v[1] = _mm256_loadu_ps(p + 8);
+  v[2] = _mm256_loadu_ps(p + 16);
+  v[3] = _mm256_loadu_ps(p + 24);
+}
+KT static inline float kf32_tail(const uint8_t *b, const float *x, int64_t n) {
+  float s = 0;
+  for (int64_t i = 0; i < n; i++) s += wk_kern_f32(b + 4 * i) * x[i];
+  return s;
+}
+KFGEMM(kf32)
+
+enum { kf16_QK = 64, kf16_BYTES = 128, kf16_SCALED = 0, kf16_INTERLEAVED = 0 };
+KT static inline float kf16_scale(const uint8_t *b) { return kf_one(0); }
+KT static inline void kf16_load(const uint8_t *b, int s, __m256 v[4]) {
+  KUNROLL for (int i = 0; i < 4; i++)
+    v[i] = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(b + 64 * s + 16 * i)));
+}
+KT static inline float kf16_tail(const uint8_t *b, const float *x, int64_t n) {
+  float s = 0;
+  for (int64_t i = 0; i < n; i++) s += kf16(b + 2 * i) * x[i];
+  return s;
+}
+KFGEMM(kf16)
+
+enum { kbf16_QK = 64, kbf16_BYTES = 128, kbf16_SCALED = 0, kbf16_INTERLEAVED = 0 };
+KT static inline float kbf16_scale(const uint8_t *b) { return kf_one(0); }
+KT static inline void kbf16_load(const uint8_t *b, int s, __m256 v[4]) {
+  KUNROLL for (int i = 0; i < 4; i++) {
+    __m256i u = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(b + 64 * s + 16 * i)));
+    v[i] = _mm256_castsi256_ps(_mm256_slli_epi32(u, 16));
+  }
+}
+KT static inline float kbf16_tail(const uint8_t *b, const float *x, int64_t n) {
+  float s = 0;
+  for (int64_t i = 0; i < n; i++) {
+    uint32_t u = (uint32_t)wk_kern_u16(b + 2 * i) << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    s += f * x[i];
+  }
+  return s;
+}
+KFGEMM(kbf16)
+
+// ---- FP8: 128 codes after an f32 scale -------------------------------------
+
+// Codes as halves in 16-bit lanes: E5M2 is exactly the top byte of a half;
+// E4M3's 7 magnitude bits go one lower, which reads as value * 2^-8 (the
+// block scale takes the 2^8 back). Byte unpacks work per 128-bit lane, so
+// the four vectors hold codes 0-7, 16-23, 8-15, 24-31 of the step.
+KT static inline void kfp8_widen(__m256i lo, __m256i hi, __m256 v[4]) {
+  v[0] = _mm256_cvtph_ps(_mm256_castsi256_si128(lo));
+  v[1] = _mm256_cvtph_ps(_mm256_extracti128_si256(lo, 1));
+  v[2] = _mm256_cvtph_ps(_mm256_castsi256_si128(hi));
+  v[3] = _mm256_cvtph_ps(_mm256_extracti128_si256(hi, 1));
+}
+
+enum { kfp8_e5m2_QK = 128, kfp8_e5m2_BYTES = 132, kfp8_e5m2_SCALED = 1 };
+enum { kfp8_e5m2_INTERLEAVED = 1 };
+KT static inline float kfp8_e5m2_scale(const uint8_t *b) { return wk_kern_f32(b); }
+KT static inline void kfp8_e5m2_load(const uint8_t *b, int s, __m256 v[4]) {
+  __m256i c = kload(b + 4 + 32 * s), z = _mm256_setzero_si256();
+  kfp8_widen(_mm256_unpacklo_epi8(z, c), _mm256_unpackhi_epi8(z, c), v);
+}
+KT static inline float kfp8_e5m2_tail(const uint8_t *b, const float *x, int64_t n) {
+  return (void)b, (void)x, (void)n, 0.0f;
+}
+KFGEMM(kfp8_e5m2)
+
+enum { kfp8_e4m3_QK = 128, kfp8_e4m3_BYTES = 132, kfp8_e4m3_SCALED = 1 };
+enum { kfp8_e4m3_INTERLEAVED = 1 };
+KT static inline float kfp8_e4m3_scale(const uint8_t *b) { return wk_kern_f32(b) * 256.0f; }
+KT static inline __m256i kfp8_e4m3_half(__m256i h) {
+  // sign stays in bit 15 (copied into bit 14 by the shift, then cleared)
+  return _mm256_and_si256(_mm256_srai_epi16(h, 1), _mm256_set1_epi16((short)0xbfff));
+}
+KT static inline void kfp8_e4m3_load(const uint8_t *b, int s, __m256 v[4]) {
+  __m256i c = kload(b + 4 + 32 * s), z = _mm256_setzero_si256();
+  kfp8_widen(kfp8_e4m3_half(_mm256_unpacklo_epi8(z, c)),
+             kfp8_e4m3_half(_mm256_unpackhi_epi8(z, c)), v);
+}
+KT static inline float kfp8_e4m3_tail(const uint8_t *b, const float *x, int64_t n) {
+  return (void)b, (void)x, (void)n, 0.0f;
+}
+KFGEMM(kfp8_e4m3)
+
+#endif

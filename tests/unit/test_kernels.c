@@ -1,0 +1,247 @@
+// CPU matrix kernels (src/backend/cpu/kernels) against the reference quant
+// routines (src/quant), for every weight type and every kernel level this CPU
+// runs (scalar, AVX2, and AVX-512 where present), forced through the table:
+//  - vec_dot vs wk_dot_row on the activations dequantized from xq (isolates
+//    the weight math): |diff| <= 2e-6 * sum|w x| (float rounding only);
+//  - vec_dot vs wk_dot_row on the original f32 activations: |diff| <= the
+//    activation rounding bound sum_i |w_i| * d_a(i) / 2 (+ 2e-6 * sum|w x|),
+//    since 8-bit rounding moves each activation by at most half a step;
+//  - gemm vs a vec_dot loop: bit-identical, on 9 rows x 7 tokens (edge tiles)
+//    and 5 x 37 (more than one token chunk), with a padded, NaN-poisoned y
+//    whose padding must stay untouched;
+//  - quantize_act: written exactly wk_act_row_size bytes (poisoned tail), the
+//    same bytes as the scalar converter, each activation within half a step
+//    of the input, block sums right.
+// Sizes include LLM row lengths (576 .. 14336) wherever the block divides.
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/cpu/kernels/kernels.h"
+#include "quant/quant.h"
+#include "quant/types.h"
+#include "wick.h"
+
+static int g_failures;  // test-file state only
+
+#define CHECK(x)                                                            \
+  do {                                                                      \
+    if (!(x)) {                                                             \
+      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #x); \
+      g_failures++;                                                         \
+    }                                                                       \
+  } while (0)
+
+static uint64_t rng_next(uint64_t *s) {  // splitmix64
+  uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+static double rng_uniform(uint64_t *s) { return ((double)(rng_next(s) >> 11) + 0.5) * 0x1p-53; }
+static double rng_normal(uint64_t *s) {  // Box-Muller; never exactly zero in practice
+  double u = rng_uniform(s), v = rng_uniform(s);
+  double g = sqrt(-2.0 * log(u)) * cos(6.283185307179586 * v);
+  return g == 0 ? 1e-3 : g;
+}
+
+// Gaussian values whose spread changes every 32 (so block scales differ).
+static void fill_random(uint64_t *s, float *x, int64_t n) {
+  double spread = 1;
+  for (int64_t i = 0; i < n; i++) {
+    if (i % 32 == 0) spread = 0.25 + 3 * rng_uniform(s);
+    x[i] = (float)(spread * rng_normal(s));
+  }
+}
+
+static const int k_types[] = {
+    WK_F32,  WK_F16,  WK_BF16, WK_Q4_0, WK_Q4_1,   WK_Q5_0,   WK_Q5_1,     WK_Q8_0,     WK_Q2_K,
+    WK_Q3_K, WK_Q4_K, WK_Q5_K, WK_Q6_K, WK_IQ4_NL, WK_IQ4_XS, WK_FP8_E4M3, WK_FP8_E5M2,
+};
+static const int64_t k_sizes[] = {100, 256, 576, 640, 1536, 2048, 4096, 14336};
+
+// The test's own reading of the activation formats (kernels.h layouts).
+static void act_dequant(int act, const void *xq, float *x, int64_t n, float *half_step) {
+  if (act == WK_ACT_F32) {
+    memcpy(x, xq, (size_t)n * 4);
+    for (int64_t i = 0; i < n; i++) half_step[i] = 0;
+    return;
+  }
+  int blk = act == WK_ACT_Q8 ? 32 : 256;
+  for (int64_t b = 0; b < n / blk; b++) {
+    float d;
+    const int8_t *q;
+    if (act == WK_ACT_Q8) {
+      const wk_act_q8 *a = (const wk_act_q8 *)xq + b;
+      d = a->d, q = a->q;
+      int s = 0;
+      for (int i = 0; i < 32; i++) s += q[i];
+      CHECK(a->sum == s);
+    } else {
+      const wk_act_q8k *a = (const wk_act_q8k *)xq + b;
+      d = a->d, q = a->q;
+      for (int j = 0; j < 16; j++) {
+        int s = 0;
+        for (int i = 0; i < 16; i++) s += q[16 * j + i];
+        CHECK(a->bsum[j] == s);
+      }
+    }
+    for (int i = 0; i < blk; i++) {
+      x[b * blk + i] = d * (float)q[i];
+      half_step[b * blk + i] = d / 2;
+    }
+  }
+}
+
+typedef struct {
+  double worst_weight;  // max |diff| / tolerance, weight math only
+  double worst_act;     // max |diff| / tolerance, vs f32 activations
+  int checked;
+} stats;
+
+enum { ROWS = 9, TOKENS = 7, YPAD = 3 };
+
+// One type, one level, one size: vec_dot against the references, gemm
+// against vec_dot.
+static void check_size(const wk_kernel *kr, int64_t n, uint64_t *seed, stats *st) {
+  int type = kr->type;
+  size_t rb = wk_row_size(type, n), xb = wk_act_row_size(kr->act, n);
+  uint8_t *w = malloc(rb * ROWS);
+  uint8_t *xq = malloc((xb + 64) * TOKENS);
+  float *x = malloc(sizeof(float) * n * TOKENS), *xd = malloc(sizeof(float) * n);
+  float *hs = malloc(sizeof(float) * n), *wd = malloc(sizeof(float) * n);
+  float *tmp = malloc(sizeof(float) * n);
+  float dots[TOKENS][ROWS];
+  for (int r = 0; r < ROWS; r++) {
+    fill_random(seed, tmp, n);
+    CHECK(wk_quantize_row(type, tmp, w + r * rb, n) == WICK_OK);
+  }
+  memset(xq, 0xa5, (xb + 64) * TOKENS);
+  wk_kernel ks;  // the scalar converter must write the same bytes
+  CHECK(wk_kernel_pick(type, WK_LEVEL_SCALAR, &ks) == WICK_OK);
+  uint8_t *xs = malloc(xb + 1);
+  for (int t = 0; t < TOKENS; t++) {
+    fill_random(seed, x + t * n, n);
+    kr->quantize_act(x + t * n, xq + t * (xb + 64), n);
+    int intact = 1;
+    for (int i = 0; i < 64; i++) intact &= xq[t * (xb + 64) + xb + i] == 0xa5;
+    CHECK(intact);
+    ks.quantize_act(x + t * n, xs, n);
+    CHECK(memcmp(xs, xq + t * (xb + 64), xb) == 0);
+  }
+  free(xs);
+  for (int t = 0; t < TOKENS; t++) {
+    const uint8_t *xt = xq + t * (xb + 64);
+    act_dequant(kr->act, xt, xd, n, hs);
+    for (int i = 0; i < n; i++) CHECK(fabsf(xd[i] - x[t * n + i]) <= hs[i] * 1.0001f + 1e-30f);
+    for (int r = 0; r < ROWS; r++) {
+      const uint8_t *wr = w + r * rb;
+      CHECK(wk_dequantize_row(type, wr, wd, n) == WICK_OK);
+      double mag = 0, act_bound = 0;
+      for (int64_t i = 0; i < n; i++) {
+        mag += fabs((double)wd[i] * xd[i]) + fabs((double)wd[i] * x[t * n + i]);
+        act_bound += fabs((double)wd[i]) * hs[i];
+      }
+      float v = kr->vec_dot(n, wr, xt);
+      dots[t][r] = v;
+      double tol_w = 2e-6 * mag + 1e-30, tol_a = act_bound * 1.0001 + 2e-6 * mag + 1e-30;
+      double ew = fabs((double)v - wk_dot_row(type, wr, xd, n));
+      double ea = fabs((double)v - wk_dot_row(type, wr, x + t * n, n));
+      if (!(ew <= tol_w) || !(ea <= tol_a))
+        fprintf(stderr, "%s %s n=%lld r=%d t=%d: dot %.9g, weight err %.3g (tol %.3g), "
+                "act err %.3g (tol %.3g)\n", wk_type_get(type)->name,
+                wk_kernel_level_name(kr->level), (long long)n, r, t, v, ew, tol_w, ea, tol_a);
+      CHECK(ew <= tol_w);
+      CHECK(ea <= tol_a);
+      st->worst_weight = fmax(st->worst_weight, ew / tol_w);
+      st->worst_act = fmax(st->worst_act, ea / tol_a);
+      st->checked++;
+    }
+  }
+  // gemm on all rows and tokens, then on a 5-row slice with many tokens.
+  size_t ys = ROWS + YPAD;
+  float *y = malloc(sizeof(float) * ys * TOKENS);
+  for (size_t i = 0; i < ys * TOKENS; i++) y[i] = NAN;
+  kr->gemm(w, rb, n, ROWS, xq, xb + 64, TOKENS, y, ys);
+  int same = 1, pad_ok = 1;
+  for (int t = 0; t < TOKENS; t++) {
+    for (int r = 0; r < ROWS; r++) same &= memcmp(&y[t * ys + r], &dots[t][r], 4) == 0;
+    for (int r = ROWS; r < (int)ys; r++) pad_ok &= isnan(y[t * ys + r]);
+  }
+  if (!same) fprintf(stderr, "%s %s n=%lld: gemm differs from vec_dot\n",
+                     wk_type_get(type)->name, wk_kernel_level_name(kr->level), (long long)n);
+  CHECK(same);
+  CHECK(pad_ok);
+  free(y);
+  free(w);
+  free(xq);
+  free(x);
+  free(xd);
+  free(hs);
+  free(wd);
+  free(tmp);
+}
+
+// gemm over more tokens than one chunk (KTOK_CHUNK = 32) on a short row.
+static void check_many_tokens(const wk_kernel *kr, uint64_t *seed) {
+  const int rows = 5, tokens = 37;
+  int64_t n = 256;
+  size_t rb = wk_row_size(kr->type, n), xb = wk_act_row_size(kr->act, n);
+  uint8_t *w = malloc(rb * rows), *xq = malloc(xb * tokens);
+  float *x = malloc(sizeof(float) * n), *y = malloc(sizeof(float) * rows * tokens);
+  for (int r = 0; r < rows; r++) {
+    fill_random(seed, x, n);
+    CHECK(wk_quantize_row(kr->type, x, w + r * rb, n) == WICK_OK);
+  }
+  for (int t = 0; t < tokens; t++) {
+    fill_random(seed, x, n);
+    kr->quantize_act(x, xq + t * xb, n);
+  }
+  for (int i = 0; i < rows * tokens; i++) y[i] = NAN;
+  kr->gemm(w, rb, n, rows, xq, xb, tokens, y, rows);
+  int same = 1;
+  for (int t = 0; t < tokens; t++)
+    for (int r = 0; r < rows; r++) {
+      float v = kr->vec_dot(n, w + r * rb, xq + t * xb);
+      same &= memcmp(&v, &y[t * rows + r], 4) == 0;
+    }
+  CHECK(same);
+  free(w);
+  free(xq);
+  free(x);
+  free(y);
+}
+
+int main(void) {
+  int best = wk_kernel_best_level();
+  printf("kernel levels on this CPU: scalar..%s\n", wk_kernel_level_name(best));
+  CHECK(wk_act_row_size(WK_ACT_Q8, 64) == 2 * sizeof(wk_act_q8));
+  CHECK(wk_act_row_size(WK_ACT_Q8, 48) == 0);
+  CHECK(wk_act_row_size(WK_ACT_Q8K, 512) == 2 * sizeof(wk_act_q8k));
+  CHECK(wk_act_row_size(WK_ACT_F32, 7) == 28);
+  wk_kernel kr;
+  CHECK(wk_kernel_pick(WK_Q8_K, WK_LEVEL_AUTO, &kr) == WICK_ERR_UNSUPPORTED);
+  CHECK(wk_kernel_pick(WK_Q4_0, best + 1, &kr) == WICK_ERR_UNSUPPORTED);
+
+  uint64_t seed = 12345;
+  for (size_t i = 0; i < sizeof k_types / sizeof k_types[0]; i++) {
+    for (int level = WK_LEVEL_SCALAR; level <= best; level++) {
+      CHECK(wk_kernel_pick(k_types[i], level, &kr) == WICK_OK);
+      CHECK(kr.level == level);
+      stats st = {0};
+      for (size_t j = 0; j < sizeof k_sizes / sizeof k_sizes[0]; j++)
+        if (k_sizes[j] % kr.k_multiple == 0 && wk_row_size(kr.type, k_sizes[j]))
+          check_size(&kr, k_sizes[j], &seed, &st);
+      check_many_tokens(&kr, &seed);
+      printf("%-9s %-6s %4d dots, worst err/tol: weight math %.3f, vs f32 activations %.3f\n",
+             wk_type_get(kr.type)->name, wk_kernel_level_name(level), st.checked,
+             st.worst_weight, st.worst_act);
+      CHECK(st.checked > 0);
+    }
+  }
+  if (g_failures) fprintf(stderr, "%d checks failed\n", g_failures);
+  else printf("all kernel checks passed\n");
+  return g_failures ? 1 : 0;
+}
