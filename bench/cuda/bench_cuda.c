@@ -59,19 +59,28 @@ static int bench_matvec(double copy_gbps) {
     uint8_t *w = wk_malloc(bytes);
     qjob j = {t, A, B, w};
     wk_pool_run(pool, quant_fn, &j);
-    double us[2];
-    wk_error err = {{0}};
-    for (int s = 0; s < 2; s++) {
-      int rows = s == 0 ? (int)A : (int)B, cols = s == 0 ? (int)B : (int)A;
-      if (cuda_bench_matvec(t, w, rows, cols, 200, &us[s], &err) != WICK_OK) {
-        printf("FAIL: %s\n", err.msg);
-        return 1;
+    // Quantized types: the int8-activation kernel (default) and, for
+    // comparison, the f32-activation one (f32x).
+    int quant = t != WK_F32 && t != WK_F16 && t != WK_BF16 && t != WK_FP8_E4M3 && t != WK_FP8_E5M2;
+    for (int f32x = 0; f32x <= quant; f32x++) {
+      double us[2];
+      wk_error err = {{0}};
+      for (int s = 0; s < 2; s++) {
+        int rows = s == 0 ? (int)A : (int)B, cols = s == 0 ? (int)B : (int)A;
+        if (cuda_bench_matvec(t, w, rows, cols, 200, f32x, &us[s], &err) != WICK_OK) {
+          printf("FAIL: %s\n", err.msg);
+          return 1;
+        }
       }
+      double g0 = bytes / us[0] / 1e3, g1 = bytes / us[1] / 1e3;
+      char name[32];
+      snprintf(name, sizeof name, "%s%s", wk_type_get(t)->name, f32x ? "/f32x" : "");
+      printf("%-14s %13.1f MB %8.1f %8.0f %5.0f%%   %15.1f MB %8.1f %8.0f %5.0f%%\n", name,
+             bytes / 1e6, us[0], g0, 100 * g0 / copy_gbps, bytes / 1e6, us[1], g1,
+             100 * g1 / copy_gbps);
+      printf("RESULT matvec %s %.1f %.1f %.1f %.1f\n", name, us[0], g0, us[1], g1);
+      fflush(stdout);
     }
-    double g0 = bytes / us[0] / 1e3, g1 = bytes / us[1] / 1e3;
-    printf("%-9s %18.1f MB %8.1f %8.0f %5.0f%%   %15.1f MB %8.1f %8.0f %5.0f%%\n", wk_type_get(t)->name,
-           bytes / 1e6, us[0], g0, 100 * g0 / copy_gbps, bytes / 1e6, us[1], g1, 100 * g1 / copy_gbps);
-    printf("RESULT matvec %s %.1f %.1f %.1f %.1f\n", wk_type_get(t)->name, us[0], g0, us[1], g1);
     wk_free(w);
   }
   wk_pool_destroy(pool);
@@ -89,6 +98,9 @@ static int bench_sweep(double copy_gbps) {
   static const int types[] = {WK_F16, WK_Q4_K, WK_Q6_K, WK_Q8_0, WK_FP8_E4M3};
   static const int cfg[][2] = {{1, 64}, {2, 64}, {4, 64}, {1, 128}, {2, 128}, {4, 128}, {8, 128},
                                {2, 256}, {4, 256}, {8, 256}};
+  // The int8-activation kernel's shapes (SWEEP_Q8_CFGS in cuda_test.cu).
+  static const int cfg8[][2] = {{2, 64}, {4, 64}, {8, 64}, {16, 64}, {2, 128}, {4, 128}, {8, 128},
+                                {4, 256}};
   const int64_t A = 4096, B = 14336;
   wk_pool *pool = wk_pool_create((int)sysconf(_SC_NPROCESSORS_ONLN));
   printf("sweep: %% of copy bandwidth, shapes 4096x14336 / 14336x4096, by (rows a block, threads)\n%-9s", "type");
@@ -98,20 +110,26 @@ static int bench_sweep(double copy_gbps) {
     int t = types[i];
     uint8_t *w = make_weights(pool, t, A, B);
     size_t bytes = wk_row_size(t, B) * A;
-    printf("%-9s", wk_type_get(t)->name);
-    for (size_t c = 0; c < sizeof cfg / sizeof cfg[0]; c++) {
-      double us[2];
-      wk_error err = {{0}};
-      for (int sh = 0; sh < 2; sh++)
-        if (cuda_bench_matvec_cfg(t, w, sh ? (int)B : (int)A, sh ? (int)A : (int)B, 100, cfg[c][0],
-                                  cfg[c][1], &us[sh], &err)) {
-          printf("FAIL: %s\n", err.msg);
-          return 1;
-        }
-      printf("  %4.0f/%-4.0f  ", 100 * bytes / us[0] / 1e3 / copy_gbps, 100 * bytes / us[1] / 1e3 / copy_gbps);
-      fflush(stdout);
+    int quant = t == WK_Q4_K || t == WK_Q6_K || t == WK_Q8_0;
+    for (int q8 = 0; q8 <= quant; q8++) {
+      printf("%-9s%s", wk_type_get(t)->name, q8 ? " int8 x:" : "");
+      size_t nc = q8 ? sizeof cfg8 / sizeof cfg8[0] : sizeof cfg / sizeof cfg[0];
+      for (size_t c = 0; c < nc; c++) {
+        int R = q8 ? cfg8[c][0] : cfg[c][0], NT = q8 ? cfg8[c][1] : cfg[c][1];
+        double us[2];
+        wk_error err = {{0}};
+        for (int sh = 0; sh < 2; sh++)
+          if (cuda_bench_matvec_cfg(t, w, sh ? (int)B : (int)A, sh ? (int)A : (int)B, 100, R, NT,
+                                    q8, &us[sh], &err)) {
+            printf("FAIL: %s\n", err.msg);
+            return 1;
+          }
+        printf("  R%d/NT%d %4.0f/%-4.0f", R, NT, 100 * bytes / us[0] / 1e3 / copy_gbps,
+               100 * bytes / us[1] / 1e3 / copy_gbps);
+        fflush(stdout);
+      }
+      printf("\n");
     }
-    printf("\n");
     wk_free(w);
   }
   wk_pool_destroy(pool);

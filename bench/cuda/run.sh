@@ -4,6 +4,11 @@
 # matrix-vector kernels and whole-model prefill/decode on 8B-shaped models
 # made here with `wick mkmodel`. Logs go to $OUT (or /tmp/wick-cuda-out).
 #   bench/cuda/run.sh [test|bench|all] [8B types...]   (default: all q4_k_m fp8_e4m3 bf16)
+#   bench/cuda/run.sh quick [8B types...]   one short call (~5 min): a CPU-only
+#     build makes the 8B models in the background while the CUDA build, the
+#     kernel tests, parity (default and WICK_CUDA_MATVEC=int8) and matvec run;
+#     then decode (1024-token prefill, no 4096) with WICK_CUDA_MATVEC=int8,
+#     int8 with WICK_CUDA_FUSE_GLU=0, and f32; last the block-shape sweep.
 set -u
 MODE=${1:-all}
 shift || true
@@ -23,6 +28,19 @@ say "== machine: $(nvidia-smi --query-gpu=name,driver_version,memory.total --for
 say "== commit: $(git rev-parse --short HEAD 2>/dev/null)$(git diff --quiet 2>/dev/null || echo +uncommitted)"
 B=${WICK_BUILD:-build-cuda}
 T0=$(date +%s)
+if [ "$MODE" = quick ]; then
+  # The 8B generator needs no GPU: build it without CUDA and start it now.
+  cmake -S . -B $B-cpu -DCMAKE_BUILD_TYPE=Release -DWICK_CUDA=OFF > "$OUT/cmake.log" 2>&1 &&
+    cmake --build $B-cpu --target wick_cli -j"$NP" >> "$OUT/build.log" 2>&1 || say "cpu build failed"
+  say "== cpu build: $(( $(date +%s) - T0 )) s"
+  ( for ty in $TYPES; do
+      t1=$(date +%s)
+      $B-cpu/wick mkmodel --arch llama --like llama3-8b --type $ty -o /tmp/wick-8b-$ty.gguf.part > /dev/null 2>&1 &&
+        mv /tmp/wick-8b-$ty.gguf.part /tmp/wick-8b-$ty.gguf
+      echo "mkmodel $ty: $(( $(date +%s) - t1 )) s" >> "$LOG"
+    done ) &
+  MK=$!
+fi
 cmake -S . -B $B -DCMAKE_BUILD_TYPE=Release > "$OUT/cmake.log" 2>&1 || { say "cmake failed"; tail -20 "$OUT/cmake.log"; exit 1; }
 for t in wick_cuda wick wick_cli test_cuda_kernels test_cuda_parity; do
   cmake --build $B --target $t -j"$NP" >> "$OUT/build.log" 2>&1 || say "build of $t failed (see build.log)"
@@ -34,10 +52,11 @@ gcc -std=c11 -O2 -D_GNU_SOURCE -DWICK_HAVE_CUDA=1 -Isrc -Iinclude bench/cuda/ben
   >> "$OUT/build.log" 2>&1 || say "bench_cuda build failed"
 say "== build: $(( $(date +%s) - T0 )) s"
 WICK=$B/wick
+[ "$MODE" = quick ] && WICK=$B-cpu/wick
 SYN=/tmp/wick-syn
 mkdir -p $SYN
 
-if [ "$MODE" = test ] || [ "$MODE" = all ]; then
+if [ "$MODE" = test ] || [ "$MODE" = all ] || [ "$MODE" = quick ]; then
   say "== kernel tests"
   timeout 120 $B/test_cuda_kernels > "$OUT/kernels.log" 2>&1; rc=$?
   grep -E "FAIL|passed|failed" "$OUT/kernels.log" | tee -a "$LOG" | head -40; say "kernel tests rc=$rc"
@@ -59,8 +78,15 @@ if [ "$MODE" = test ] || [ "$MODE" = all ]; then
   say "== parity (CPU exact vs CUDA)"
   real=""
   for f in models-trim/*.gguf models/*.gguf; do [ -f "$f" ] && real="$real $f"; done
-  timeout 300 $B/test_cuda_parity $real $list > "$OUT/parity.log" 2>&1; rc=$?
-  grep -vE "^$" "$OUT/parity.log" | sed "s|$SYN/||" | tee -a "$LOG" | tail -80; say "parity rc=$rc"
+  PT=300; [ "$MODE" = quick ] && PT=150
+  # Once with the default kernels, once with the int8-activation ones.
+  for mv in default int8; do
+    say "-- matvec kernels: $mv"
+    if [ $mv = int8 ]; then export WICK_CUDA_MATVEC=int8; else unset WICK_CUDA_MATVEC; fi
+    timeout $PT $B/test_cuda_parity $real $list > "$OUT/parity-$mv.log" 2>&1; rc=$?
+    grep -vE "^$" "$OUT/parity-$mv.log" | sed "s|$SYN/||" | tee -a "$LOG" | tail -80; say "parity ($mv) rc=$rc"
+  done
+  unset WICK_CUDA_MATVEC
 fi
 
 if [ "$MODE" = bench ] || [ "$MODE" = all ]; then
@@ -78,6 +104,29 @@ if [ "$MODE" = bench ] || [ "$MODE" = all ]; then
     timeout 240 $B/bench_cuda model $f 4096 1024 128 2>&1 | tee -a "$LOG"
     rm -f $f
   done
+fi
+if [ "$MODE" = quick ]; then
+  say "== ceilings"
+  timeout 60 $B/bench_cuda ceil 2>&1 | tee -a "$LOG"
+  BW=$(grep "RESULT ceil" "$LOG" | tail -1 | awk '{print $3}')
+  say "== matvec (bandwidth vs copy ${BW:-?} GB/s)"
+  timeout 90 $B/bench_cuda matvec "${BW:-4250}" 2>&1 | tee -a "$LOG" | grep -v RESULT
+  say "== waiting for the 8B models ($(( $(date +%s) - T0 )) s)"
+  wait $MK
+  for ty in $TYPES; do
+    f=/tmp/wick-8b-$ty.gguf
+    [ -f $f ] || { say "no $f"; continue; }
+    for mv in int8 int8-nofuse f32; do
+      say "== Llama-3-8B shape, $ty, matvec $mv"
+      export WICK_CUDA_MATVEC=${mv%-nofuse} WICK_CUDA_FUSE_GLU=1
+      [ $mv = int8-nofuse ] && export WICK_CUDA_FUSE_GLU=0
+      timeout 90 $B/bench_cuda model $f 1024 1024 64 2>&1 | sed "s/^RESULT /RESULT $ty $mv /" | tee -a "$LOG"
+    done
+    unset WICK_CUDA_MATVEC WICK_CUDA_FUSE_GLU
+    rm -f $f
+  done
+  say "== sweep ($(( $(date +%s) - T0 )) s)"
+  timeout 60 $B/bench_cuda sweep "${BW:-4250}" 2>&1 | tee -a "$LOG"
 fi
 say "== summary"
 grep RESULT "$LOG" | tee "$OUT/results.txt"

@@ -16,6 +16,12 @@ extern "C" {
 #include "base/fp.h"
 }
 
+// 1: matrix-vector products keep x in f32 by default (the kernels measured
+// on the device); 0: quantized types use the int8-activation kernel and the
+// fused gate/up kernel by default. The int8 kernels (docs/CUDA.md, v5) have
+// not run on a GPU yet: opt in with WICK_CUDA_MATVEC=int8 until a device run
+// passes the kernel and parity tests with them.
+enum { MV_F32X_DEFAULT = 1 };
 enum { GRAPH_MAX_N = 4, ATT_PART_PAIRS = 1024, ATT_SPLIT_KEYS = 128, ATT_SPLIT_LOG_MAX = 5 };
 
 struct cu_layer {
@@ -219,6 +225,15 @@ static int cuda_prepare(wk_backend *b, const wk_model *m, const wk_backend_param
   s->c.mv_max_tokens = GRAPH_MAX_N;
   const char *ge = getenv("WICK_CUDA_GRAPHS");
   s->use_graphs = !(ge && ge[0] == '0');
+  // WICK_CUDA_MATVEC=f32 keeps x in f32 in every matrix-vector product
+  // (the kernels before int8 activations); =int8 rounds it to int8 for the
+  // quantized types; unset: MV_F32X_DEFAULT.
+  const char *me = getenv("WICK_CUDA_MATVEC");
+  s->c.mv_f32x = me ? !strcmp(me, "f32") : MV_F32X_DEFAULT;
+  // WICK_CUDA_FUSE_GLU=0: gate/up products and the gated unit as separate
+  // launches even where the fused kernel applies (for comparison).
+  const char *fg = getenv("WICK_CUDA_FUSE_GLU");
+  s->c.mv_glu_off = fg && fg[0] == '0';
   s->layers = (cu_layer *)wk_calloc((size_t)m->n_layers, sizeof(cu_layer));
   if (!s->layers) return cu_fail(err, WICK_ERR_NOMEM, "cuda: out of host memory");
 
@@ -336,10 +351,15 @@ static int run_layers(cu_state *s, int n, int nl, int splits, wk_error *err) {
       RUN(cu_matmul(c, &C->wo, s->att, n, s->x, 1.0f, err));
     }
     RUN(cu_rmsnorm(c, s->x, NULL, C->ffn_norm, m->norm_eps, m->dim, n, s->hb, false, err));
-    const cu_weight *gu[2] = {&C->wg, &C->wu};
-    float *gu_out[2] = {s->g, s->u};
-    RUN(matmul_group(c, gu, gu_out, 2, s->hb, n, err));
-    RUN(cu_glu(c, s->g, s->u, (long)n * m->ffn_dim, m->act == WK_ACT_GELU_TANH, err));
+    int act = m->act == WK_ACT_GELU_TANH;
+    if (cu_matvec_glu_ok(c, &C->wg, &C->wu, n)) {
+      RUN(cu_matvec_glu(c, &C->wg, &C->wu, s->hb, n, s->g, act, err));
+    } else {
+      const cu_weight *gu[2] = {&C->wg, &C->wu};
+      float *gu_out[2] = {s->g, s->u};
+      RUN(matmul_group(c, gu, gu_out, 2, s->hb, n, err));
+      RUN(cu_glu(c, s->g, s->u, (long)n * m->ffn_dim, act, err));
+    }
     if (C->post_ffn) {
       RUN(cu_matmul(c, &C->wd, s->g, n, s->hb, 0.0f, err));
       RUN(cu_rmsnorm(c, s->hb, NULL, C->post_ffn, m->norm_eps, m->dim, n, s->x, true, err));

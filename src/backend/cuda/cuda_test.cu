@@ -73,8 +73,31 @@ extern "C" int cuda_test_matmul(int type, const void *w, int rows, int cols, con
     float *yp[3] = {dy, dy + r1, dy + r2};
     TRY(cu_matvec_multi(&b.c, wp, yp, 3, dx, 1, 0.0f, err));
   } else {
+    b.c.mv_f32x = path == 3;
     TRY(cu_matvec(&b.c, &cw, dx, n, dy, 0.0f, err));
   }
+  CK(cudaMemcpy(y, dy, sizeof(float) * n * rows, cudaMemcpyDeviceToHost));
+  return WICK_OK;
+}
+
+extern "C" int cuda_test_matvec_glu(int type, const void *wg, const void *wu, int rows, int cols,
+                                    const float *x, int n, int act, float *y, wk_error *err) {
+  dev_bufs b;
+  TRY(b.init(err));
+  b.c.mv_max_tokens = 4;
+  size_t rb = wk_row_size(type, cols);
+  uint8_t *dg, *du;
+  float *dx, *dy;
+  TRY(b.alloc(&dg, rb * rows, err));
+  TRY(b.alloc(&du, rb * rows, err));
+  TRY(b.alloc(&dx, sizeof(float) * n * cols, err));
+  TRY(b.alloc(&dy, sizeof(float) * n * rows, err));
+  CK(cudaMemcpy(dg, wg, rb * rows, cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(du, wu, rb * rows, cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(dx, x, sizeof(float) * n * cols, cudaMemcpyHostToDevice));
+  CK(cudaMemset(dy, 0xff, sizeof(float) * n * rows));  // NaN
+  cu_weight cg = {dg, type, rows, cols, rb}, cu = {du, type, rows, cols, rb};
+  TRY(cu_matvec_glu(&b.c, &cg, &cu, dx, n, dy, act, err));
   CK(cudaMemcpy(y, dy, sizeof(float) * n * rows, cudaMemcpyDeviceToHost));
   return WICK_OK;
 }
@@ -212,10 +235,11 @@ static int bench_setup(dev_bufs &b, int type, const void *w, int rows, int cols,
   return WICK_OK;
 }
 
-extern "C" int cuda_bench_matvec(int type, const void *w, int rows, int cols, int iters, double *us,
-                                 wk_error *err) {
+extern "C" int cuda_bench_matvec(int type, const void *w, int rows, int cols, int iters, int f32x,
+                                 double *us, wk_error *err) {
   dev_bufs b;
   TRY(b.init(err));
+  b.c.mv_f32x = f32x;
   std::vector<uint8_t *> dw;
   float *dx, *dy;
   TRY(bench_setup(b, type, w, rows, cols, dw, &dx, &dy, err));
@@ -230,25 +254,37 @@ extern "C" int cuda_bench_matvec(int type, const void *w, int rows, int cols, in
 #define SWEEP_CFGS(X) \
   X(1, 64) X(2, 64) X(4, 64) X(1, 128) X(2, 128) X(4, 128) X(8, 128) X(2, 256) X(4, 256) X(8, 256)
 #define SWEEP_TYPES(X) X(WK_F16) X(WK_Q4_K) X(WK_Q6_K) X(WK_Q8_0) X(WK_FP8_E4M3)
+// ... and of the int8-activation kernel (q8 = 1).
+#define SWEEP_Q8_CFGS(X) X(2, 64) X(4, 64) X(8, 64) X(2, 128) X(4, 128) X(8, 128) X(4, 256) X(16, 64)
 
 template <int T>
-static bool sweep_launch(int R, int NT, dim3 grid_rows, cudaStream_t st, const uint8_t *w,
-                         size_t rb, int rows, int cols, const float *x, float *y) {
+static bool sweep_launch(int R, int NT, int q8, cudaStream_t st, const uint8_t *w, size_t rb,
+                         int rows, int cols, const float *x, float *y) {
+  mv_jobs js = {};
+  js.n = 1;
 #define CFG_(r, nt)                                                                    \
-  if (R == r && NT == nt) {                                                            \
-    mv_jobs js = {};                                                                   \
+  if (!q8 && R == r && NT == nt) {                                                     \
     js.j[0] = {w, rb, rows, cu_div_up(rows, r), y};                                    \
-    js.n = 1;                                                                          \
     k_matvec<T, r, nt><<<dim3(js.j[0].nblk, 1), nt, 0, st>>>(js, cols, x, 0.0f);       \
     return true;                                                                       \
   }
   SWEEP_CFGS(CFG_)
 #undef CFG_
+  if constexpr (mvq_has<T>::value) {
+#define CFG_(r, nt)                                                                    \
+  if (q8 && R == r && NT == nt) {                                                      \
+    js.j[0] = {w, rb, rows, cu_div_up(rows, r), y};                                    \
+    k_matvec_q8<T, r, nt, false><<<dim3(js.j[0].nblk, 1), nt, 0, st>>>(js, cols, x, 0.0f, 0); \
+    return true;                                                                       \
+  }
+    SWEEP_Q8_CFGS(CFG_)
+#undef CFG_
+  }
   return false;
 }
 
 extern "C" int cuda_bench_matvec_cfg(int type, const void *w, int rows, int cols, int iters, int R,
-                                     int NT, double *us, wk_error *err) {
+                                     int NT, int q8, double *us, wk_error *err) {
   dev_bufs b;
   TRY(b.init(err));
   std::vector<uint8_t *> dw;
@@ -259,10 +295,10 @@ extern "C" int cuda_bench_matvec_cfg(int type, const void *w, int rows, int cols
     bool ok = false;
     const uint8_t *wp = dw[i % dw.size()];
 #define TYPE_(t) \
-    if (type == t) ok = sweep_launch<t>(R, NT, dim3(), b.c.st, wp, rb, rows, cols, dx, dy);
+    if (type == t) ok = sweep_launch<t>(R, NT, q8, b.c.st, wp, rb, rows, cols, dx, dy);
     SWEEP_TYPES(TYPE_)
 #undef TYPE_
-    if (!ok) return cu_fail(err, WICK_ERR_UNSUPPORTED, "sweep: no kernel for type %d R %d NT %d", type, R, NT);
+    if (!ok) return cu_fail(err, WICK_ERR_UNSUPPORTED, "sweep: no kernel for type %d R %d NT %d q8 %d", type, R, NT, q8);
     CK_LAUNCH();
     return (int)WICK_OK;
   }, us, err);

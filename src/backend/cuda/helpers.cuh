@@ -80,4 +80,11 @@ static __device__ __forceinline__ float block_max(float v, float *scratch) {
 
 static inline int cu_div_up(long a, long b) { return (int)((a + b - 1) / b); }
 
+// The gated unit's activation: 0 SiLU (SwiGLU), 1 GELU with tanh (GeGLU).
+static __device__ __forceinline__ float glu_act(float x, int act) {
+  if (act == 0) return x / (1.0f + expf(-x));
+  const float k0 = 0.7978845608028654f;  // sqrt(2 / pi)
+  return 0.5f * x * (1.0f + tanhf(k0 * (x + 0.044715f * x * x * x)));
+}
+
 #endif

@@ -22,6 +22,9 @@ struct cu_ctx {
   __half *xh;             // activations converted to f16/bf16 for the GEMM path
   size_t xh_elems;
   int mv_max_tokens;      // at most this many tokens take the matrix-vector path
+  int mv_f32x;            // 1: matrix-vector products keep x in f32 for every type (the v4
+                          // kernels); 0: quantized types round x to int8 per 32 values
+  int mv_glu_off;         // 1: gate/up and the gated unit as separate launches
 };
 
 // y[t][r] = sum_c W[r][c] * x[t][c] + beta * y[t][r] for t < n; x is
@@ -32,6 +35,13 @@ int cu_matmul(cu_ctx *c, const cu_weight *w, const float *x, int n, float *y, fl
 // that read the same x: ys[i] = ws[i] x (+ beta ys[i]), one launch.
 int cu_matvec_multi(cu_ctx *c, const cu_weight *const *ws, float *const *ys, int nw,
                     const float *x, int n, float beta, wk_error *err);
+// Whether cu_matvec_glu serves this gate/up pair for n tokens (int8
+// activations on, one quantized type and shape, n within the decode limit).
+bool cu_matvec_glu_ok(const cu_ctx *c, const cu_weight *wg, const cu_weight *wu, int n);
+// g[t] = act(wg x[t]) * (wu x[t]) in one launch (act: 0 SiLU, 1 GELU-tanh);
+// g has n rows of wg->rows floats.
+int cu_matvec_glu(cu_ctx *c, const cu_weight *wg, const cu_weight *wu, const float *x, int n,
+                  float *g, int act, wk_error *err);
 // Always the matrix-vector kernel (tests, benchmarks).
 int cu_matvec(cu_ctx *c, const cu_weight *w, const float *x, int n, float *y, float beta,
               wk_error *err);

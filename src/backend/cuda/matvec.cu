@@ -67,6 +67,28 @@ static void launch_matvec(cu_ctx *c, const cu_weight *const *ws, float *const *y
   k_matvec<T, R, NT><<<dim3(blocks, n), NT, 0, c->st>>>(js, ws[0]->cols, x, beta);
 }
 
+// The int8-activation kernel for the quantized types (unless the context
+// asks for f32 activations); the f32 one for the others.
+template <int T>
+static void launch_matvec_any(cu_ctx *c, const cu_weight *const *ws, float *const *ys, int nw,
+                              const float *x, int n, float beta) {
+  if constexpr (mvq_has<T>::value) {
+    if (!c->mv_f32x) {
+      constexpr int R = mvq_cfg<T>::R, NT = mvq_cfg<T>::NT;
+      mv_jobs js = {};
+      int blocks = 0;
+      for (int i = 0; i < nw; i++) {
+        js.j[i] = {ws[i]->d, ws[i]->row_bytes, ws[i]->rows, cu_div_up(ws[i]->rows, R), ys[i]};
+        blocks += js.j[i].nblk;
+      }
+      js.n = nw;
+      k_matvec_q8<T, R, NT, false><<<dim3(blocks, n), NT, 0, c->st>>>(js, ws[0]->cols, x, beta, 0);
+      return;
+    }
+  }
+  launch_matvec<T>(c, ws, ys, nw, x, n, beta);
+}
+
 int cu_matvec_multi(cu_ctx *c, const cu_weight *const *ws, float *const *ys, int nw,
                     const float *x, int n, float beta, wk_error *err) {
   if (nw < 1 || nw > 3) return cu_fail(err, WICK_ERR_INVALID, "cuda: %d matrices in one launch", nw);
@@ -75,11 +97,56 @@ int cu_matvec_multi(cu_ctx *c, const cu_weight *const *ws, float *const *ys, int
       return cu_fail(err, WICK_ERR_INVALID, "cuda: matrices of one launch differ in type or row length");
 #define WK_CASE_(t)                                   \
   case t:                                             \
-    launch_matvec<t>(c, ws, ys, nw, x, n, beta);      \
+    launch_matvec_any<t>(c, ws, ys, nw, x, n, beta);  \
     break;
   switch (ws[0]->type) {
     WK_CUDA_TYPES(WK_CASE_)
     default: return type_error(ws[0], err);
+  }
+#undef WK_CASE_
+  CK_LAUNCH();
+  return WICK_OK;
+}
+
+template <int T>
+static void launch_glu(cu_ctx *c, const cu_weight *wg, const cu_weight *wu, const float *x, int n,
+                       float *g, int act) {
+  if constexpr (mvq_has<T>::value) {
+    constexpr int R = mvq_cfg<T>::R, NT = mvq_cfg<T>::NT;
+    mv_jobs js = {};
+    js.j[0] = {wg->d, wg->row_bytes, wg->rows, cu_div_up(wg->rows, R / 2), g};
+    js.j[1] = {wu->d, wu->row_bytes, wu->rows, 0, NULL};
+    js.n = 2;
+    k_matvec_q8<T, R, NT, true><<<dim3(js.j[0].nblk, n), NT, 0, c->st>>>(js, wg->cols, x, 0.0f, act);
+  }
+}
+
+static bool has_mvq(int type) {
+#define WK_CASE_(t) \
+  if (type == t) return mvq_has<t>::value;
+  WK_CUDA_TYPES(WK_CASE_)
+#undef WK_CASE_
+  return false;
+}
+
+bool cu_matvec_glu_ok(const cu_ctx *c, const cu_weight *wg, const cu_weight *wu, int n) {
+  return !c->mv_f32x && !c->mv_glu_off && n >= 1 && n <= c->mv_max_tokens && wg->type == wu->type &&
+         wg->rows == wu->rows && wg->cols == wu->cols && wg->cols % 32 == 0 && has_mvq(wg->type);
+}
+
+int cu_matvec_glu(cu_ctx *c, const cu_weight *wg, const cu_weight *wu, const float *x, int n,
+                  float *g, int act, wk_error *err) {
+  if (!cu_matvec_glu_ok(c, wg, wu, n))
+    return cu_fail(err, WICK_ERR_INVALID, "cuda: gate/up of types %d/%d, %dx%d/%dx%d, %d tokens "
+                   "cannot take the fused gated matrix-vector kernel", wg->type, wu->type, wg->rows,
+                   wg->cols, wu->rows, wu->cols, n);
+#define WK_CASE_(t)                               \
+  case t:                                         \
+    launch_glu<t>(c, wg, wu, x, n, g, act);       \
+    break;
+  switch (wg->type) {
+    WK_CUDA_TYPES(WK_CASE_)
+    default: return type_error(wg, err);
   }
 #undef WK_CASE_
   CK_LAUNCH();

@@ -5,6 +5,7 @@
 #ifndef WICK_BACKEND_CUDA_MATVEC_CUH
 #define WICK_BACKEND_CUDA_MATVEC_CUH
 
+#include "backend/cuda/mvq.cuh"
 #include "backend/cuda/quant.cuh"
 
 struct mv_job {
@@ -21,19 +22,52 @@ struct mv_jobs {
 
 // One block of NT threads computes R rows for one token: every thread walks
 // groups of 32 columns, decodes them from each row and dots them with x.
+// The job of this block and the block's index inside it.
+static __device__ __forceinline__ void mv_pick(const mv_jobs &js, const uint8_t **W,
+                                               size_t *row_bytes, int *rows, float **y, int *b) {
+  int bi = blockIdx.x, ji = 0;
+  if (js.n > 1 && bi >= js.j[0].nblk) {
+    bi -= js.j[0].nblk, ji = 1;
+    if (js.n > 2 && bi >= js.j[1].nblk) bi -= js.j[1].nblk, ji = 2;
+  }
+  *W = ji == 0 ? js.j[0].W : ji == 1 ? js.j[1].W : js.j[2].W;
+  *row_bytes = ji == 0 ? js.j[0].row_bytes : ji == 1 ? js.j[1].row_bytes : js.j[2].row_bytes;
+  *rows = ji == 0 ? js.j[0].rows : ji == 1 ? js.j[1].rows : js.j[2].rows;
+  *y = ji == 0 ? js.j[0].y : ji == 1 ? js.j[1].y : js.j[2].y;
+  *b = bi;
+}
+
+// Sums acc[r] over the block and writes row r0 + r of y (+ beta y).
+template <int R, int NT>
+static __device__ __forceinline__ void mv_finish(const float *acc, float (*red)[NT / 32], int r0,
+                                                 int rows, float *y, float beta) {
+  int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+#pragma unroll
+  for (int r = 0; r < R; r++) {
+    float v = warp_sum(acc[r]);
+    if (lane == 0) red[r][warp] = v;
+  }
+  __syncthreads();
+  if (threadIdx.x < R && r0 + (int)threadIdx.x < rows) {
+    float s = 0.0f;
+#pragma unroll
+    for (int i = 0; i < NT / 32; i++) s += red[threadIdx.x][i];
+    float *o = y + r0 + threadIdx.x;
+    *o = beta != 0.0f ? s + beta * *o : s;
+  }
+}
+
+// One block of NT threads computes R rows for one token: every thread walks
+// groups of 32 columns, decodes them from each row and dots them with x.
 template <int T, int R, int NT>
 __global__ void __launch_bounds__(NT) k_matvec(mv_jobs js, int cols, const float *__restrict__ x,
                                                float beta) {
   __shared__ float red[R][NT / 32];
-  int b = blockIdx.x, ji = 0;
-  if (js.n > 1 && b >= js.j[0].nblk) {
-    b -= js.j[0].nblk, ji = 1;
-    if (js.n > 2 && b >= js.j[1].nblk) b -= js.j[1].nblk, ji = 2;
-  }
-  const uint8_t *W = ji == 0 ? js.j[0].W : ji == 1 ? js.j[1].W : js.j[2].W;
-  size_t row_bytes = ji == 0 ? js.j[0].row_bytes : ji == 1 ? js.j[1].row_bytes : js.j[2].row_bytes;
-  int rows = ji == 0 ? js.j[0].rows : ji == 1 ? js.j[1].rows : js.j[2].rows;
-  float *y = ji == 0 ? js.j[0].y : ji == 1 ? js.j[1].y : js.j[2].y;
+  const uint8_t *W;
+  size_t row_bytes;
+  int rows, b;
+  float *y;
+  mv_pick(js, &W, &row_bytes, &rows, &y, &b);
   int tok = blockIdx.y;
   x += (size_t)tok * cols;
   y += (size_t)tok * rows;
@@ -61,6 +95,65 @@ __global__ void __launch_bounds__(NT) k_matvec(mv_jobs js, int cols, const float
       acc[r] += dot32<T>(W + (size_t)row * row_bytes, g, xv, sx);
     }
   }
+  mv_finish<R, NT>(acc, red, r0, rows, y, beta);
+}
+
+// The same product with x rounded to int8 per 32 values (in registers, by
+// every thread for the groups it walks) and integer dot products (mvq.cuh):
+// for the quantized types, about a quarter of the instructions a weight.
+// GLU: js holds gate (j[0]) and up (j[1]) of equal shape; a block computes
+// R/2 rows of each and writes glu_act(gate, act) * up into j[0].y (beta
+// unused), so the gated unit needs no launch of its own.
+template <int T, int R, int NT, bool GLU>
+__global__ void __launch_bounds__(NT) k_matvec_q8(mv_jobs js, int cols,
+                                                  const float *__restrict__ x, float beta,
+                                                  int act) {
+  __shared__ float red[R][NT / 32];
+  const uint8_t *W;
+  size_t row_bytes;
+  int rows, b;
+  float *y;
+  mv_pick(js, &W, &row_bytes, &rows, &y, &b);
+  constexpr int H = R / 2;
+  if (GLU) b = blockIdx.x;  // every block serves both matrices; W, y are gate's
+  int tok = blockIdx.y;
+  x += (size_t)tok * cols;
+  y += (size_t)tok * rows;
+  int r0 = GLU ? b * H : b * R;
+  int ng = cols / 32;
+  constexpr int GPB = qtype<T>::BLOCK / 32;
+  float acc[R];
+#pragma unroll
+  for (int r = 0; r < R; r++) acc[r] = 0.0f;
+  // Rows past the end repeat the last row (no branch, so every row's loads
+  // are in flight together); their sums are never written.
+  const uint8_t *wr[R];
+#pragma unroll
+  for (int r = 0; r < R; r++) {
+    int rr = GLU ? r0 + r % H : r0 + r;
+    rr = rr < rows ? rr : rows - 1;
+    wr[r] = (GLU && r >= H ? js.j[1].W : W) + (size_t)rr * row_bytes;
+  }
+  for (int g = threadIdx.x; g < ng; g += NT) {
+    float xv[32];
+    const float4 *xp = (const float4 *)(x + 32 * g);
+#pragma unroll
+    for (int i = 0; i < 8; i++) {
+      float4 v = __ldg(xp + i);
+      xv[4 * i] = v.x, xv[4 * i + 1] = v.y, xv[4 * i + 2] = v.z, xv[4 * i + 3] = v.w;
+    }
+    uint32_t qx[8];
+    int il, ih;
+    float dx;
+    quant_x32(xv, qx, &il, &ih, &dx);
+    size_t off = (size_t)(g / GPB) * qtype<T>::BYTES;
+#pragma unroll
+    for (int r = 0; r < R; r++) acc[r] += mvq<T>::dot(wr[r] + off, g % GPB, qx, il, ih, dx);
+  }
+  if (!GLU) {
+    mv_finish<R, NT>(acc, red, r0, rows, y, beta);
+    return;
+  }
   int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 #pragma unroll
   for (int r = 0; r < R; r++) {
@@ -68,12 +161,11 @@ __global__ void __launch_bounds__(NT) k_matvec(mv_jobs js, int cols, const float
     if (lane == 0) red[r][warp] = v;
   }
   __syncthreads();
-  if (threadIdx.x < R && r0 + (int)threadIdx.x < rows) {
-    float s = 0.0f;
+  if (threadIdx.x < H && r0 + (int)threadIdx.x < rows) {
+    float sg = 0.0f, su = 0.0f;
 #pragma unroll
-    for (int i = 0; i < NT / 32; i++) s += red[threadIdx.x][i];
-    float *o = y + r0 + threadIdx.x;
-    *o = beta != 0.0f ? s + beta * *o : s;
+    for (int i = 0; i < NT / 32; i++) sg += red[threadIdx.x][i], su += red[threadIdx.x + H][i];
+    y[r0 + threadIdx.x] = glu_act(sg, act) * su;
   }
 }
 
@@ -84,6 +176,11 @@ struct mv_cfg {
   static constexpr bool small = T == WK_F32 || T == WK_Q4_0 || T == WK_Q4_1 || T == WK_Q5_0 ||
                                 T == WK_Q5_1 || T == WK_Q8_0;
   static constexpr int R = small ? 4 : 8, NT = small ? 64 : 128;
+};
+// The same for the int8-activation kernel (mvq_has<T> types).
+template <int T>
+struct mvq_cfg {
+  static constexpr int R = 8, NT = 128;
 };
 
 #endif

@@ -117,14 +117,7 @@ int cu_qkv_post(cu_ctx *c, const cu_attn_shape *a, const cu_meta *m, int n, floa
 __global__ void k_glu(float *__restrict__ g, const float *__restrict__ u, long n, int act) {
   long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= n) return;
-  float x = g[i], a;
-  if (act == 0) {
-    a = x / (1.0f + expf(-x));
-  } else {
-    const float k0 = 0.7978845608028654f;  // sqrt(2 / pi)
-    a = 0.5f * x * (1.0f + tanhf(k0 * (x + 0.044715f * x * x * x)));
-  }
-  g[i] = a * u[i];
+  g[i] = glu_act(g[i], act) * u[i];
 }
 
 int cu_glu(cu_ctx *c, float *g, const float *u, long n, int act, wk_error *err) {
