@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "backend/backend.h"
 #include "base/alloc.h"
@@ -18,11 +19,13 @@ enum { LOGITS_BLOCK = 16 };
 static void usage(FILE *f) {
   fprintf(f,
           "usage: wick logits -m MODEL (-t \"ID ID ...\" | --tokens-file F) [-o FILE]\n"
-          "                   [--threads N] [--chunk K] [--greedy N]\n"
+          "                   [--threads N] [--chunk K] [--greedy N] [--exact]\n"
           "  -o FILE        write float32 logits [n_tokens x vocab] (little-endian) to FILE;\n"
           "                 without -o, print the top-5 ids of each position\n"
           "  --chunk K      feed the prompt K tokens per forward call (default: all at once)\n"
-          "  --greedy N     then append the argmax token N times; print the ids on stdout\n");
+          "  --greedy N     then append the argmax token N times; print the ids on stdout\n"
+          "  --exact        exact f32 matrix products (default: the SIMD kernels, which\n"
+          "                 round activations to 8 bits for quantized weights)\n");
 }
 
 // Parses whitespace-separated ids; *ids grows as needed.
@@ -70,6 +73,14 @@ static int read_file_text(const char *path, char **out) {
   return 0;
 }
 
+// CPU seconds of the whole process (all threads): on a busy machine a better
+// measure of the work done than wall time.
+static double cpu_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 static int32_t argmax(const float *x, int n) {
   int32_t best = 0;
   for (int i = 1; i < n; i++)
@@ -108,7 +119,7 @@ static void print_top5(const wk_tokenizer *tok, int pos, const float *x, int n) 
 
 typedef struct opts {
   const char *model, *ids_text, *ids_file, *out;
-  int threads, chunk, greedy;
+  int threads, chunk, greedy, exact;
 } opts;
 
 static int parse_args(int argc, char **argv, opts *o) {
@@ -117,6 +128,10 @@ static int parse_args(int argc, char **argv, opts *o) {
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (!strcmp(a, "-h") || !strcmp(a, "--help")) return usage(stdout), -1;
+    if (!strcmp(a, "--exact")) {
+      o->exact = 1;
+      continue;
+    }
     if (i + 1 >= argc) return fprintf(stderr, "wick logits: %s needs a value\n", a), 2;
     const char *v = argv[++i];
     if (!strcmp(a, "-m")) o->model = v;
@@ -183,14 +198,14 @@ static int run(const opts *o, const int32_t *ids, int n_ids, wk_error *err) {
   }
   for (int i = 0; i < st.n_blocks; i++) st.blocks[i] = i;
   wk_backend_params p = {.max_batch_tokens = chunk, .max_seqs = 1, .max_logits = chunk,
-                         .n_threads = o->threads, .exact = 1,
+                         .n_threads = o->threads, .exact = o->exact,
                          .kv = {.block_size = LOGITS_BLOCK, .n_blocks = st.n_blocks}};
   if ((rc = st.be->prepare(st.be, &m, &p, err))) goto done;
   if (o->out && !(out = fopen(o->out, "wb"))) {
     rc = wk_fail(err, WICK_ERR_IO, "cannot open %s: %s", o->out, strerror(errno));
     goto done;
   }
-  double t0 = wk_now();
+  double t0 = wk_now(), c0 = cpu_now();
   int last_n = 0;
   for (int i = 0; i < n_ids; i += chunk) {
     int n = n_ids - i < chunk ? n_ids - i : chunk;
@@ -203,9 +218,10 @@ static int run(const opts *o, const int32_t *ids, int n_ids, wk_error *err) {
     if (!out && !o->greedy)
       for (int j = 0; j < n; j++) print_top5(tok, i + j, st.logits + (size_t)j * m.vocab, m.vocab);
   }
-  double t1 = wk_now();
-  fprintf(stderr, "prompt: %d tokens in %.1f ms (%.1f tok/s, %d threads)\n", n_ids,
-          (t1 - t0) * 1e3, n_ids / (t1 - t0), o->threads);
+  double t1 = wk_now(), c1 = cpu_now();
+  fprintf(stderr, "prompt: %d tokens in %.1f ms (%.1f tok/s, %d threads, %s; cpu %.1f ms)\n",
+          n_ids, (t1 - t0) * 1e3, n_ids / (t1 - t0), o->threads, o->exact ? "exact" : "fast",
+          (c1 - c0) * 1e3);
   const float *last = st.logits + (size_t)(last_n - 1) * m.vocab;
   for (int g = 0; g < o->greedy; g++) {
     int32_t tok = argmax(last, m.vocab);
@@ -217,9 +233,10 @@ static int run(const opts *o, const int32_t *ids, int n_ids, wk_error *err) {
   }
   if (o->greedy) {
     printf("\n");
-    double t2 = wk_now();
+    double t2 = wk_now(), c2 = cpu_now();
     if (o->greedy > 1)
-      fprintf(stderr, "decode: %.1f ms/token\n", (t2 - t1) * 1e3 / (o->greedy - 1));
+      fprintf(stderr, "decode: %.1f ms/token (cpu %.1f ms/token)\n",
+              (t2 - t1) * 1e3 / (o->greedy - 1), (c2 - c1) * 1e3 / (o->greedy - 1));
   }
 done:
   if (out && fclose(out) && !rc) rc = wk_fail(err, WICK_ERR_IO, "cannot write %s", o->out);

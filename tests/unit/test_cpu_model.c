@@ -1,7 +1,10 @@
 // Tiny random models written with the GGUF writer, run through model_load and
-// the CPU backend: a whole prompt equals the same prompt in chunks of 1 and 3
-// tokens (KV cache path), two sequences in one batch equal each alone, copied
-// KV blocks continue identically, and model_load names what is wrong.
+// the CPU backend, on the exact path and on the fast (kernel) path: a whole
+// prompt equals the same prompt in chunks of 1 and 3 tokens (KV cache path),
+// two sequences in one batch equal each alone, copied KV blocks continue
+// identically, the fast path stays close to the exact one (8-bit activations
+// for quantized weights, f32 for float weights), and model_load names what is
+// wrong.
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -148,14 +151,15 @@ typedef struct runner {
   wk_backend *be;
 } runner;
 
-static int runner_open(runner *r, const char *path, int threads, int max_tokens, wk_error *err) {
+static int runner_open(runner *r, const char *path, int threads, int max_tokens, int exact,
+                       wk_error *err) {
   memset(r, 0, sizeof *r);
   int rc = gguf_open(&r->f, path, err);
   if (rc || (rc = model_load(&r->m, r->f, err))) return rc;
   r->be = backend_cpu_create();
   WK_ASSERT(r->be);
   wk_backend_params p = {.max_batch_tokens = max_tokens, .max_seqs = 4,
-                         .max_logits = max_tokens, .n_threads = threads, .exact = 1,
+                         .max_logits = max_tokens, .n_threads = threads, .exact = exact,
                          .kv = {.block_size = BS, .n_blocks = NB}};
   return r->be->prepare(r->be, &r->m, &p, err);
 }
@@ -198,15 +202,14 @@ static void expect_close(const char *what, const char *arch, const float *got, c
   CHECK(d <= 1e-5 * (1 + scale), "%s %s: max diff %.3g (scale %.3g)", arch, what, d, scale);
 }
 
-static void test_model(const tiny_spec *s) {
+static void test_model(const tiny_spec *s, const char *path, int exact) {
   enum { N = 13 };
-  char *path = write_tiny(s);
   int32_t ids[N], blocks[NB];
   for (int i = 0; i < N; i++) ids[i] = (int32_t)((i * 37 + 11) % V);
   for (int i = 0; i < NB; i++) blocks[i] = (i * 5 + 3) % NB;  // scrambled table
   runner r;
   wk_error err = {{0}};
-  int rc = runner_open(&r, path, s->threads ? s->threads : 1, 32, &err);
+  int rc = runner_open(&r, path, s->threads ? s->threads : 1, 32, exact, &err);
   CHECK(rc == WICK_OK, "%s: %s", s->arch, err.msg);
   if (rc) goto done;
   float full[N * V], part[N * V];
@@ -278,15 +281,58 @@ static void test_model(const tiny_spec *s) {
   CHECK(r.be->forward(r.be, &bb2, l1, &err) == WICK_ERR_INVALID, "token out of range");
 done:
   runner_close(&r);
-  unlink(path);
-  wk_free(path);
+}
+
+// The fast path against the exact one on the same prompt (24 tokens, over
+// several KV blocks): float weights keep f32 activations (close to 1e-5);
+// quantized weights see 8-bit activations: cosine >= 0.999 per position and
+// the top-1 id the same wherever the exact top-2 gap is over 2% of the range.
+static void test_fast_vs_exact(const tiny_spec *s, const char *path) {
+  enum { N = 24 };
+  int32_t ids[N], blocks[NB];
+  for (int i = 0; i < N; i++) ids[i] = (int32_t)((i * 53 + 7) % V);
+  for (int i = 0; i < NB; i++) blocks[i] = i;
+  static float lg[2][N * V];
+  for (int exact = 0; exact < 2; exact++) {
+    runner r;
+    wk_error err = {{0}};
+    int rc = runner_open(&r, path, s->threads ? s->threads : 1, 32, exact, &err);
+    CHECK(rc == WICK_OK, "%s: %s", s->arch, err.msg);
+    if (!rc) run_chunks(&r, ids, N, 10, blocks, lg[exact]);
+    runner_close(&r);
+    if (rc) return;
+  }
+  const bool is_float = s->wtype == WK_F32 || s->wtype == WK_F16 || s->wtype == WK_BF16;
+  if (is_float) {
+    expect_close("fast vs exact", s->arch, lg[0], lg[1], N * V);
+    return;
+  }
+  double worst = 1;
+  for (int p = 0; p < N; p++) {
+    const float *f = lg[0] + (size_t)p * V, *e = lg[1] + (size_t)p * V;
+    double fe = 0, ff = 0, ee = 0, lo = e[0], hi = e[0];
+    int tf = 0, te = 0, te2 = -1;
+    for (int j = 0; j < V; j++) {
+      fe += (double)f[j] * e[j], ff += (double)f[j] * f[j], ee += (double)e[j] * e[j];
+      if (f[j] > f[tf]) tf = j;
+      if (e[j] > e[te]) te2 = te, te = j;
+      else if (te2 < 0 || e[j] > e[te2]) te2 = j;
+      lo = e[j] < lo ? e[j] : lo, hi = e[j] > hi ? e[j] : hi;
+    }
+    double cos = fe / sqrt(ff * ee);
+    if (!(cos >= worst)) worst = cos;
+    CHECK(tf == te || e[te] - e[te2] < 0.02 * (hi - lo),
+          "%s fast vs exact position %d: top-1 %d vs %d, exact gap %.4g of range %.4g", s->arch,
+          p, tf, te, e[te] - e[te2], hi - lo);
+  }
+  CHECK(worst >= 0.999, "%s fast vs exact: min cosine %.6f", s->arch, worst);
 }
 
 static void expect_load_error(const tiny_spec *s, const char *want) {
   char *path = write_tiny(s);
   runner r;
   wk_error err = {{0}};
-  int rc = runner_open(&r, path, 1, 4, &err);
+  int rc = runner_open(&r, path, 1, 4, 1, &err);
   CHECK(rc != WICK_OK && strstr(err.msg, want), "expected error containing \"%s\", got %d \"%s\"",
         want, rc, err.msg);
   runner_close(&r);
@@ -300,10 +346,19 @@ int main(void) {
       {.arch = "llama", .wtype = WK_Q8_0, .n_layers = 2, .tied = true},
       {.arch = "qwen2", .wtype = WK_F32, .n_layers = 2, .tied = true, .bias = true, .threads = 2},
       {.arch = "qwen3", .wtype = WK_Q4_0, .n_layers = 2, .qk_norm = true},
+      {.arch = "llama", .wtype = WK_Q4_1, .n_layers = 2, .threads = 3},
+      {.arch = "qwen2", .wtype = WK_F16, .n_layers = 1, .bias = true},
       {.arch = "gemma3", .wtype = WK_Q8_0, .n_layers = 6, .tied = true, .qk_norm = true,
        .post_norms = true, .window = 4, .threads = 2},
   };
-  for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) test_model(&models[i]);
+  for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) {
+    char *path = write_tiny(&models[i]);
+    test_model(&models[i], path, 1);
+    test_model(&models[i], path, 0);
+    test_fast_vs_exact(&models[i], path);
+    unlink(path);
+    wk_free(path);
+  }
 
   tiny_spec s = {.arch = "gpt2", .wtype = WK_F32, .n_layers = 1};
   expect_load_error(&s, "architecture 'gpt2' is not supported (llama, qwen2, qwen3, gemma3)");

@@ -8,6 +8,7 @@
 
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/dequant.h"
+#include "backend/cpu/kernels/kernels.h"
 #include "backend/cpu/matmul.h"
 #include "base/alloc.h"
 #include "base/pool.h"
@@ -71,7 +72,7 @@ static void test_rmsnorm(void) {
   close_all("rmsnorm in place", x, want, R * D, 1e-6);
 }
 
-static void test_act(void) {
+static void test_act(wk_pool *pool) {
   enum { N = 301 };
   float g[N], u[N], g2[N];
   double ws[N], wg[N];
@@ -86,6 +87,20 @@ static void test_act(void) {
   close_all("swiglu", g, ws, N, 1e-6);
   cpu_geglu_tanh(g2, u, N);
   close_all("geglu", g2, wg, N, 1e-6);
+  // The vector pass: 7 rows of 43 (tails of every length), both instruction sets.
+  const bool avx2 = wk_kernel_best_level() >= WK_LEVEL_AVX2;
+  for (int v = 0; v < 4; v++) {
+    if ((v & 2) && !avx2) continue;
+    fill(g, N, 8);
+    g[5] = -90, g[6] = 90, g[7] = 0, g[8] = -1e-4f;  // saturated and tiny inputs
+    for (int i = 0; i < N; i++) {
+      double x = g[i];
+      ws[i] = (v & 1) ? 0.5 * x * (1 + tanh(sqrt(2 / M_PI) * (x + 0.044715 * x * x * x))) * u[i]
+                      : x / (1 + exp(-x)) * u[i];
+    }
+    cpu_glu(pool, v & 2, v & 1, g, u, 7, 43, NULL, 0);
+    close_all(v & 1 ? "glu gelu" : "glu silu", g, ws, N, 1e-6);
+  }
 }
 
 // Reference RoPE written as HF-style rotate_half (neox) or interleaved pairs.
@@ -141,47 +156,82 @@ static void test_rope(void) {
 }
 
 // Attention over a paged cache with a scrambled block table vs a contiguous
-// double-precision computation.
-static void test_attention(wk_pool *pool) {
-  enum { NH = 4, NKV = 2, HD = 8, BS = 4, NB = 8, PAST = 6, NEW = 5, LEN = PAST + NEW };
-  const int kv_dim = NKV * HD;
-  const int32_t blocks[3] = {5, 0, 6};  // positions 0-3 in block 5, 4-7 in 0, 8-10 in 6
-  float *kc = falloc(NB * BS * kv_dim), *vc = falloc(NB * BS * kv_dim);
-  float kk[LEN * NKV * HD], vv[LEN * NKV * HD], q[NEW * NH * HD], out[NEW * NH * HD];
-  poison(kc, NB * BS * kv_dim), poison(vc, NB * BS * kv_dim);  // unused slots must stay unread
-  fill(kk, sizeof kk / 4, 1.5f), fill(vv, sizeof vv / 4, 1), fill(q, sizeof q / 4, 1.5f);
-  for (int p = 0; p < LEN; p++) {
-    size_t slot = (size_t)blocks[p / BS] * BS + p % BS;
-    memcpy(kc + slot * kv_dim, kk + p * kv_dim, kv_dim * sizeof(float));
-    memcpy(vc + slot * kv_dim, vv + p * kv_dim, kv_dim * sizeof(float));
+// double-precision computation: two sequences in one batch (one with cached
+// positions), several window / softcap variants, head sizes that do and do
+// not fill the 8-float vectors, and both instruction-set variants.
+static int gcd(int a, int b) { return b ? gcd(b, a % b) : a; }
+
+typedef struct att_case {
+  int nh, nkv, hd, bs;
+  int past[2], n_new[2];  // per sequence
+} att_case;
+
+static void attention_case(wk_pool *pool, const att_case *tc, bool avx2) {
+  const int NH = tc->nh, NKV = tc->nkv, HD = tc->hd, BS = tc->bs, kv_dim = NKV * HD;
+  int len[2], nb[2], T = 0, NB = 0;
+  for (int s = 0; s < 2; s++) {
+    len[s] = tc->past[s] + tc->n_new[s];
+    nb[s] = (len[s] + BS - 1) / BS;
+    T += tc->n_new[s];
+    NB += nb[s];
   }
-  wk_seq seq = {blocks, 3, PAST, NEW, 0};
-  int32_t tok_seq[NEW], tok_pos[NEW];
-  for (int t = 0; t < NEW; t++) tok_seq[t] = 0, tok_pos[t] = PAST + t;
-  int nth = wk_pool_size(pool);
-  float *scratch = falloc((size_t)nth * LEN);
-  const int windows[] = {0, 3, 1};
-  const float caps[] = {0, 0, 2.5f};
-  for (int v = 0; v < 3; v++) {
-    const float scale = 0.35f;
-    cpu_attn a = {.q = q, .out = out, .k_cache = kc, .v_cache = vc, .seqs = &seq,
-                  .tok_seq = tok_seq, .tok_pos = tok_pos, .n_tokens = NEW, .n_heads = NH,
+  NB += 3;  // unused blocks stay poisoned
+  int32_t *blocks = wk_malloc(sizeof(int32_t) * (size_t)NB);
+  int stride = 3;  // coprime to NB: a scrambled permutation of the blocks
+  while (gcd(stride, NB) != 1) stride++;
+  for (int i = 0; i < NB; i++) blocks[i] = (int32_t)((i * stride + 5) % NB);
+  const int32_t *tab[2] = {blocks, blocks + nb[0]};
+  float *kc = falloc((size_t)NB * BS * kv_dim), *vc = falloc((size_t)NB * BS * kv_dim);
+  poison(kc, (size_t)NB * BS * kv_dim), poison(vc, (size_t)NB * BS * kv_dim);
+  float *kk[2], *vv[2];
+  for (int s = 0; s < 2; s++) {
+    kk[s] = falloc((size_t)len[s] * kv_dim + 1), vv[s] = falloc((size_t)len[s] * kv_dim + 1);
+    fill(kk[s], (size_t)len[s] * kv_dim, 1.5f), fill(vv[s], (size_t)len[s] * kv_dim, 1);
+    for (int p = 0; p < len[s]; p++) {
+      size_t slot = (size_t)tab[s][p / BS] * BS + p % BS;
+      memcpy(kc + slot * kv_dim, kk[s] + (size_t)p * kv_dim, kv_dim * sizeof(float));
+      memcpy(vc + slot * kv_dim, vv[s] + (size_t)p * kv_dim, kv_dim * sizeof(float));
+    }
+  }
+  // Sequence 1's tokens first in the batch, then sequence 0's.
+  wk_seq seqs[2] = {{tab[0], nb[0], tc->past[0], tc->n_new[0], tc->n_new[1]},
+                    {tab[1], nb[1], tc->past[1], tc->n_new[1], 0}};
+  int32_t *tok_seq = wk_malloc(sizeof(int32_t) * (size_t)T);
+  int32_t *tok_pos = wk_malloc(sizeof(int32_t) * (size_t)T);
+  for (int s = 0; s < 2; s++)
+    for (int j = 0; j < seqs[s].n_new; j++)
+      tok_seq[seqs[s].first + j] = s, tok_pos[seqs[s].first + j] = seqs[s].n_past + j;
+  float *q = falloc((size_t)T * NH * HD), *out = falloc((size_t)T * NH * HD);
+  double *want = wk_malloc(sizeof(double) * (size_t)T * NH * HD);
+  double *sc = wk_malloc(sizeof(double) * (size_t)(len[0] > len[1] ? len[0] : len[1]));
+  fill(q, (size_t)T * NH * HD, 1.5f);
+  const int nth = wk_pool_size(pool);
+  const size_t per = cpu_attn_scratch(NH, NKV, HD, BS);
+  float *scratch = falloc((size_t)nth * per);
+  const size_t npart = cpu_attn_partial(NH, NKV, HD, nth);
+  float *partial = falloc(npart);
+  const int windows[] = {0, 3, 1, 0};
+  const float caps[] = {0, 0, 2.5f, 0};
+  for (int v = 0; v < 4; v++) {
+    const float scale = v == 3 ? 1.3f : 0.35f;  // v3: sharp softmax
+    cpu_attn a = {.q = q, .out = out, .k_cache = kc, .v_cache = vc, .seqs = seqs, .n_seqs = 2,
+                  .tok_seq = tok_seq, .tok_pos = tok_pos, .n_tokens = T, .n_heads = NH,
                   .n_kv_heads = NKV, .head_dim = HD, .block_size = BS, .window = windows[v],
                   .scale = scale, .softcap = caps[v], .scratch = scratch,
-                  .scratch_per_thread = LEN};
-    poison(out, sizeof out / 4);
+                  .scratch_per_thread = per, .avx2 = avx2, .partial = partial,
+                  .partial_floats = npart};
+    poison(out, (size_t)T * NH * HD);
     cpu_attention(pool, &a);
-    double want[NEW * NH * HD];
-    for (int t = 0; t < NEW; t++)
+    for (int t = 0; t < T; t++)
       for (int h = 0; h < NH; h++) {
-        int p = PAST + t, g = h / (NH / NKV);
-        double sc[LEN], mx = -1e300, sum = 0;
+        const int s = tok_seq[t], p = tok_pos[t], g = h / (NH / NKV);
+        double mx = -1e300, sum = 0;
         int lo = windows[v] ? p - windows[v] + 1 : 0;
         if (lo < 0) lo = 0;
         for (int j = lo; j <= p; j++) {
           double d = 0;
           for (int i = 0; i < HD; i++)
-            d += (double)q[(t * NH + h) * HD + i] * kk[(j * NKV + g) * HD + i];
+            d += (double)q[((size_t)t * NH + h) * HD + i] * kk[s][((size_t)j * NKV + g) * HD + i];
           d *= scale;
           if (caps[v] > 0) d = caps[v] * tanh(d / caps[v]);
           sc[j] = d;
@@ -190,15 +240,32 @@ static void test_attention(wk_pool *pool) {
         for (int j = lo; j <= p; j++) sum += sc[j] = exp(sc[j] - mx);
         for (int i = 0; i < HD; i++) {
           double o = 0;
-          for (int j = lo; j <= p; j++) o += sc[j] / sum * vv[(j * NKV + g) * HD + i];
-          want[(t * NH + h) * HD + i] = o;
+          for (int j = lo; j <= p; j++) o += sc[j] / sum * vv[s][((size_t)j * NKV + g) * HD + i];
+          want[((size_t)t * NH + h) * HD + i] = o;
         }
       }
-    char name[32];
-    snprintf(name, sizeof name, "attention v%d", v);
-    close_all(name, out, want, NEW * NH * HD, 2e-6);
+    char name[96];
+    snprintf(name, sizeof name, "attention hd %d g %d v%d %s", HD, NH / NKV, v,
+             avx2 ? "avx2" : "base");
+    // f32 scores carry ~1e-7 of their size; v3's reach ~40, so its weights ~1e-5.
+    close_all(name, out, want, (size_t)T * NH * HD, v == 3 ? 1e-5 : 2e-6);
   }
-  wk_free(kc), wk_free(vc), wk_free(scratch);
+  for (int s = 0; s < 2; s++) wk_free(kk[s]), wk_free(vv[s]);
+  wk_free(blocks), wk_free(kc), wk_free(vc), wk_free(tok_seq), wk_free(tok_pos), wk_free(q);
+  wk_free(out), wk_free(want), wk_free(sc), wk_free(scratch), wk_free(partial);
+}
+
+static void test_attention(wk_pool *pool, bool avx2) {
+  const att_case cases[] = {
+      {.nh = 4, .nkv = 2, .hd = 8, .bs = 4, .past = {6, 0}, .n_new = {5, 3}},
+      {.nh = 6, .nkv = 2, .hd = 12, .bs = 16, .past = {20, 3}, .n_new = {1, 2}},    // decode
+      {.nh = 3, .nkv = 1, .hd = 64, .bs = 16, .past = {0, 17}, .n_new = {70, 1}},   // > 1 tile
+      {.nh = 2, .nkv = 2, .hd = 136, .bs = 8, .past = {9, 0}, .n_new = {12, 40}},  // 64 + 64 + 8
+      // Decode steps, long and short: with threads, KV blocks split and merged.
+      {.nh = 4, .nkv = 1, .hd = 64, .bs = 16, .past = {300, 5}, .n_new = {1, 1}},
+      {.nh = 6, .nkv = 2, .hd = 24, .bs = 4, .past = {150, 0}, .n_new = {1, 0}},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) attention_case(pool, &cases[i], avx2);
 }
 
 // Matrix products for several weight types against double dot products of
@@ -256,6 +323,172 @@ static void test_matmul(wk_pool *pool) {
   wk_free(wf), wk_free(wd), wk_free(x), wk_free(y), wk_free(scratch);
 }
 
+// The fast path: three matrices of different types sharing one input, run in
+// one pass, against double products of the reference-dequantized weights.
+// Float weights keep f32 activations (1e-5 of the magnitude); quantized ones
+// see 8-bit activations, so |error| <= sum_i |w_i| * amax(block of i) / 254
+// (rounding to the nearest of 255 levels) plus f32 noise, and the rms error
+// must look like rounding noise (well under the worst case).
+static void test_mm_fast(wk_pool *pool) {
+  const int sets[][3] = {{WK_Q4_K, WK_Q5_0, WK_Q8_0}, {WK_Q4_1, WK_Q6_K, WK_F16},
+                         {WK_F32, WK_BF16, WK_Q4_0}, {WK_Q5_K, WK_Q3_K, WK_Q5_1}};
+  const int K = 512, rows[3] = {19, 40, 77}, tokens[] = {1, 5, 37};
+  enum { TMAX = 37 };
+  const int nth = wk_pool_size(pool);
+  float *x = falloc((size_t)K * TMAX), *scratch = falloc((size_t)nth * cpu_matmul_scratch(K));
+  for (size_t si = 0; si < sizeof sets / sizeof sets[0]; si++) {
+    cpu_act act = {0};
+    cpu_mm mm[3];
+    wk_tensor w[3];
+    float *wd[3], *y[3];
+    for (int i = 0; i < 3; i++) {
+      const int type = sets[si][i], n = rows[i];
+      size_t row = wk_row_size(type, K);
+      unsigned char *wq = wk_malloc(row * (size_t)n);
+      float *wf = falloc((size_t)K * n);
+      wd[i] = falloc((size_t)K * n), y[i] = falloc((size_t)n * TMAX);
+      fill(wf, (size_t)K * n, 1);
+      for (int r = 0; r < n; r++) {
+        WK_ASSERT(wk_quantize_row(type, wf + (size_t)r * K, wq + row * r, K) == WICK_OK);
+        WK_ASSERT(wk_dequantize_row(type, wq + row * r, wd[i] + (size_t)r * K, K) == WICK_OK);
+      }
+      wk_free(wf);
+      w[i] = (wk_tensor){"w", wq, type, 2, {K, n, 1, 1}, row * n};
+      cpu_mm_plan(&mm[i], &w[i], false);
+      CHECK(mm[i].fast, "type %s has no kernel", wk_type_get(type)->name);
+      cpu_act_reserve(&act, &mm[i], TMAX);
+    }
+    uint64_t bytes = 0;
+    WK_ASSERT(cpu_act_alloc(&act, &bytes) == WICK_OK);
+    const cpu_mm *mp[3] = {&mm[0], &mm[1], &mm[2]};
+    for (size_t ti = 0; ti < sizeof tokens / sizeof tokens[0]; ti++) {
+      const int T = tokens[ti];
+      for (int t = 0; t < T; t++)  // a few large activations, as in real models
+        for (int i = 0; i < K; i++) x[(size_t)t * K + i] = frand() * (i % 61 == t ? 20.0f : 1.0f);
+      for (int i = 0; i < 3; i++) poison(y[i], (size_t)rows[i] * TMAX);
+      cpu_act_set(&act, x, T, K);
+      cpu_mm_run(pool, scratch, cpu_matmul_scratch(K), &act, mp, y, 3);
+      for (int i = 0; i < 3; i++) {
+        const int type = sets[si][i], act_fmt = mm[i].kr.act;
+        const int blk = act_fmt == WK_ACT_Q8K ? 256 : 32;
+        int bad = 0;
+        double e2 = 0, b2 = 0;
+        for (int t = 0; t < T && !bad; t++)
+          for (int r = 0; r < rows[i] && !bad; r++) {
+            const float *wr = wd[i] + (size_t)r * K, *xt = x + (size_t)t * K;
+            double d = 0, mag = 0, bound = 0;
+            for (int b = 0; b < K; b += blk) {
+              double amax = 0;
+              for (int j = b; j < b + blk; j++) amax = fmax(amax, fabs(xt[j]));
+              for (int j = b; j < b + blk; j++) {
+                d += (double)wr[j] * xt[j];
+                mag += fabs((double)wr[j] * xt[j]);
+                bound += fabs(wr[j]) * amax / 254;
+              }
+            }
+            double tol = (act_fmt == WK_ACT_F32 ? 0 : bound * 1.01) + 1e-5 * mag;
+            double got = y[i][(size_t)t * rows[i] + r];
+            e2 += (got - d) * (got - d), b2 += tol * tol;
+            if (!(fabs(got - d) <= tol)) {
+              CHECK(0, "fast matmul %s T=%d y[%d][%d] = %.7g, expected %.7g (tol %.3g)",
+                    wk_type_get(type)->name, T, t, r, got, d, tol);
+              bad = 1;
+            }
+          }
+        // Rounding noise, not the worst case: its rms is ~0.04 of the bound's.
+        const double rms_max = act_fmt == WK_ACT_F32 ? 0.01 : 0.08;
+        CHECK(bad || sqrt(e2 / b2) <= rms_max, "fast matmul %s T=%d: rms error %.3g of the bound",
+              wk_type_get(type)->name, T, sqrt(e2 / b2));
+      }
+    }
+    for (int i = 0; i < 3; i++) wk_free((void *)w[i].data), wk_free(wd[i]), wk_free(y[i]);
+    cpu_act_free(&act);
+  }
+  wk_free(x), wk_free(scratch);
+}
+
+// The fused passes against the separate ops (each tested above): the residual
+// step with its conversion, the GLU with its conversion, and Q/K/V post-
+// processing into a paged cache.
+static void test_fused(wk_pool *pool) {
+  enum { T = 9, D = 256, F = 512, NH = 4, NKV = 2, HD = 64, BS = 4, NB = 4 };
+  static float x[T * D], x2[T * D], add[T * D], add2[T * D], out[T * D], aw[D], w[D];
+  fill(x, T * D, 2), fill(add, T * D, 1), fill(aw, D, 1), fill(w, D, 1);
+  memcpy(x2, x, sizeof x), memcpy(add2, add, sizeof add);
+  wk_tensor wt = {"w", NULL, WK_Q4_K, 2, {D, 8, 1, 1}, 0};
+  cpu_mm mm;
+  cpu_mm_plan(&mm, &wt, false);
+  cpu_act act = {0};
+  cpu_act_reserve(&act, &mm, T);
+  wk_tensor wt2 = {"w2", NULL, WK_Q8_0, 2, {F, 8, 1, 1}, 0};
+  cpu_mm mm2;
+  cpu_mm_plan(&mm2, &wt2, false);
+  cpu_act_reserve(&act, &mm2, T);
+  uint64_t bytes = 0;
+  WK_ASSERT(cpu_act_alloc(&act, &bytes) == WICK_OK);
+  cpu_resid r = {.x = x, .add = add, .add_w = aw, .out = add, .w = w, .n_tokens = T, .d = D,
+                 .eps = 1e-6f, .act = &act, .need = cpu_mm_need(&mm)};
+  cpu_resid_norm(pool, &r);
+  cpu_rmsnorm(add2, add2, aw, T, D, 1e-6f);
+  cpu_add(x2, add2, T * D);
+  cpu_rmsnorm(out, x2, w, T, D, 1e-6f);
+  CHECK(!memcmp(x, x2, sizeof x) && !memcmp(add, out, sizeof out), "resid_norm differs");
+  CHECK(act.ready == cpu_mm_need(&mm) && act.x == add, "resid_norm: act not ready");
+  const size_t qrow = wk_act_row_size(WK_ACT_Q8K, D);
+  unsigned char *want = wk_malloc(qrow);
+  int same = 1;
+  for (int t = 0; t < T; t++) {
+    mm.kr.quantize_act(out + t * D, want, D);
+    same &= !memcmp(want, act.buf[WK_ACT_Q8K] + t * qrow, qrow);
+  }
+  CHECK(same, "resid_norm: converted rows differ");
+  wk_free(want);
+
+  static float g[T * F], u[T * F], g2[T * F];
+  fill(g, T * F, 3), fill(u, T * F, 1);
+  memcpy(g2, g, sizeof g);
+  cpu_glu(pool, false, true, g, u, T, F, &act, cpu_mm_need(&mm2));
+  cpu_geglu_tanh(g2, u, T * F);
+  double gmax = 0;
+  for (int i = 0; i < T * F; i++) gmax = fmax(gmax, fabs(g[i] - g2[i]) / (1 + fabs(g2[i])));
+  CHECK(gmax < 1e-6 && act.x == g && act.ready == cpu_mm_need(&mm2), "glu differs: %g", gmax);
+  cpu_act_free(&act);
+
+  static float q[T * NH * HD], k[T * NKV * HD], v[T * NKV * HD], q2[T * NH * HD],
+      k2[T * NKV * HD], v2[T * NKV * HD], bq[NH * HD], bk[NKV * HD], bv[NKV * HD], qn[HD],
+      kn[HD], kc[NB * BS * NKV * HD], vc[NB * BS * NKV * HD];
+  fill(q, T * NH * HD, 1), fill(k, T * NKV * HD, 1), fill(v, T * NKV * HD, 1);
+  fill(bq, NH * HD, 1), fill(bk, NKV * HD, 1), fill(bv, NKV * HD, 1), fill(qn, HD, 1);
+  fill(kn, HD, 1);
+  memcpy(q2, q, sizeof q), memcpy(k2, k, sizeof k), memcpy(v2, v, sizeof v);
+  poison(kc, NB * BS * NKV * HD), poison(vc, NB * BS * NKV * HD);
+  double freqs[HD / 2];
+  cpu_rope_freqs(freqs, HD, 10000, 1, NULL);
+  const int32_t blocks[NB] = {2, 0, 3, 1};
+  wk_seq seq = {blocks, NB, 3, T, 0};
+  int32_t tok_seq[T], tok_pos[T];
+  for (int t = 0; t < T; t++) tok_seq[t] = 0, tok_pos[t] = 3 + t;
+  cpu_qkv p = {.q = q, .k = k, .v = v, .bq = bq, .bk = bk, .bv = bv, .q_norm = qn,
+               .k_norm = kn, .eps = 1e-6f, .rope = {HD, HD, true, freqs}, .n_heads = NH,
+               .n_kv_heads = NKV, .k_cache = kc, .v_cache = vc, .seqs = &seq,
+               .tok_seq = tok_seq, .tok_pos = tok_pos, .n_tokens = T, .block_size = BS};
+  cpu_qkv_post(pool, &p);
+  cpu_add_bias(q2, bq, T, NH * HD), cpu_add_bias(k2, bk, T, NKV * HD);
+  cpu_add_bias(v2, bv, T, NKV * HD);
+  cpu_rmsnorm(q2, q2, qn, T * NH, HD, 1e-6f), cpu_rmsnorm(k2, k2, kn, T * NKV, HD, 1e-6f);
+  cpu_rope_apply(&p.rope, q2, NH, k2, NKV, T, tok_pos);
+  CHECK(!memcmp(q, q2, sizeof q) && !memcmp(k, k2, sizeof k), "qkv_post: q or k differs");
+  int stored = 1;
+  for (int t = 0; t < T; t++) {
+    int pos = 3 + t;
+    size_t slot = (size_t)blocks[pos / BS] * BS + pos % BS;
+    stored &= !memcmp(kc + slot * NKV * HD, k2 + t * NKV * HD, NKV * HD * sizeof(float));
+    stored &= !memcmp(vc + slot * NKV * HD, v2 + t * NKV * HD, NKV * HD * sizeof(float));
+  }
+  CHECK(stored, "qkv_post: cache rows differ");
+  CHECK(isnan(kc[(size_t)blocks[0] * BS * NKV * HD]), "qkv_post wrote position 0");
+}
+
 // The fast dequantizers must equal the reference bit for bit.
 static void test_dequant(void) {
   const int types[] = {WK_F32, WK_F16, WK_BF16, WK_Q4_0, WK_Q4_1, WK_Q5_0, WK_Q5_1,
@@ -284,12 +517,19 @@ int main(void) {
   wk_pool *pool = wk_pool_create(3);
   WK_ASSERT(pool);
   test_rmsnorm();
-  test_act();
+  test_act(pool);
+  test_act(NULL);
   test_rope();
-  test_attention(pool);
-  test_attention(NULL);
+  const bool avx2 = wk_kernel_best_level() >= WK_LEVEL_AVX2;
+  test_attention(pool, false);
+  test_attention(NULL, avx2);
+  if (avx2) test_attention(pool, true);
   test_matmul(pool);
   test_matmul(NULL);
+  test_mm_fast(pool);
+  test_mm_fast(NULL);
+  test_fused(pool);
+  test_fused(NULL);
   wk_pool_destroy(pool);
   if (g_fail) {
     fprintf(stderr, "test_cpu_ops: %d failures\n", g_fail);

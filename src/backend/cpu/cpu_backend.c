@@ -1,58 +1,25 @@
-// The CPU backend: f32 activations, weights used in place from the mapping,
-// a paged f32 KV cache, every buffer sized once in prepare.
-//
-// KV cache layout: for each layer, K is [n_blocks][block_size][kv_dim] floats
-// (kv_dim = n_kv_heads * head_dim), V the same, layers one after another in
-// two arrays (k_cache, v_cache).
+// The CPU backend: f32 activations, weights used in place from the mapping
+// (a kernel picked per matrix, or the exact f32 path), a paged f32 KV cache,
+// every buffer sized once in prepare. The forward itself is in forward.c.
 #include <inttypes.h>
 #include <string.h>
 
 #include "backend/backend.h"
+#include "backend/cpu/cpu_ctx.h"
 #include "backend/cpu/cpu_ops.h"
-#include "backend/cpu/dequant.h"
-#include "backend/cpu/matmul.h"
+#include "backend/cpu/kernels/kernels.h"
 #include "base/alloc.h"
 #include "quant/quant.h"
 #include "quant/types.h"
 
-typedef struct layer_vecs {  // f32 copies of a layer's 1-D tensors (NULL if absent)
-  float *attn_norm, *bq, *bk, *bv, *q_norm, *k_norm, *post_attn_norm, *ffn_norm, *post_ffn_norm;
-  double *freqs;             // [rope_dim / 2] RoPE angle per position of each pair
-} layer_vecs;
-
-typedef struct cpu_ctx {
-  const wk_model *m;
-  wk_backend_params p;
-  wk_pool *pool;
-  int n_threads;
-  layer_vecs *lv;         // [n_layers]
-  float *vecs;            // storage of every layer_vecs float vector and out_norm
-  double *freqs;          // [n_layers][rope_dim / 2]
-  float *out_norm;        // (dim)
-  float *k_cache, *v_cache;
-  size_t kv_dim;          // n_kv_heads * head_dim
-  size_t kv_layer;        // floats of one layer in k_cache (and in v_cache)
-  size_t max_pos;         // n_blocks * block_size: most positions a sequence can hold
-  float *x, *xb;          // [T][dim] residual stream, normalized / projected
-  float *q, *att;         // [T][n_heads * head_dim]
-  float *k, *v;           // [T][kv_dim]
-  float *gate, *up;       // [T][ffn_dim]
-  float *xl;              // [max_logits][dim] rows whose logits are wanted
-  int32_t *tok_seq;       // [T] sequence of each token
-  int32_t *tok_pos;       // [T] position of each token
-  float *mm_scratch;      // [n_threads][mm_per]
-  size_t mm_per;
-  float *att_scratch;     // [n_threads][max_pos]
-  uint64_t ws_bytes, kv_bytes;
-} cpu_ctx;
-
 // ---- prepare ----
 
 static void ctx_release(cpu_ctx *c) {
-  void *bufs[] = {c->lv, c->vecs, c->freqs, c->k_cache, c->v_cache, c->x, c->xb, c->q, c->att,
+  void *bufs[] = {c->lv, c->lm, c->vecs, c->freqs, c->k_cache, c->v_cache, c->x, c->xb, c->q, c->att,
                   c->k, c->v, c->gate, c->up, c->xl, c->tok_seq, c->tok_pos, c->mm_scratch,
-                  c->att_scratch};
+                  c->att_scratch, c->att_part};
   for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) wk_free(bufs[i]);
+  cpu_act_free(&c->act);
   wk_pool_destroy(c->pool);
   memset(c, 0, sizeof *c);
 }
@@ -123,6 +90,35 @@ static int copy_vectors(cpu_ctx *c, wk_error *err) {
   return WICK_OK;
 }
 
+// Picks each matrix's path and sizes the converted-activation buffers.
+static int plan_matrices(cpu_ctx *c, wk_error *err) {
+  const wk_model *m = c->m;
+  const bool exact = c->p.exact != 0;
+  c->lm = alloc_arr((size_t)m->n_layers, sizeof *c->lm, &c->ws_bytes);
+  if (!c->lm) return wk_fail(err, WICK_ERR_NOMEM, "cpu: out of memory for matrix plans");
+  const int T = c->p.max_batch_tokens;
+  for (int il = 0; il < m->n_layers; il++) {
+    const wk_layer *l = &m->layers[il];
+    layer_mm *lm = &c->lm[il];
+    const struct {
+      cpu_mm *mm;
+      const wk_tensor *w;
+    } all[] = {{&lm->wq, &l->wq}, {&lm->wk, &l->wk}, {&lm->wv, &l->wv}, {&lm->wo, &l->wo},
+               {&lm->gate, &l->w_gate}, {&lm->up, &l->w_up}, {&lm->down, &l->w_down}};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
+      cpu_mm_plan(all[i].mm, all[i].w, exact);
+      cpu_act_reserve(&c->act, all[i].mm, T);
+    }
+  }
+  cpu_mm_plan(&c->out_mm, &m->output, exact);
+  cpu_act_reserve(&c->act, &c->out_mm, c->p.max_logits);
+  if (cpu_act_alloc(&c->act, &c->ws_bytes))
+    return wk_fail(err, WICK_ERR_NOMEM, "cpu: out of memory for converted activations "
+                   "(%d tokens a batch)", T);
+  c->avx2 = wk_kernel_best_level() >= WK_LEVEL_AVX2;
+  return WICK_OK;
+}
+
 static int check_params(const wk_backend_params *p, wk_error *err) {
   const struct {
     const char *name;
@@ -150,6 +146,7 @@ static int cpu_prepare(wk_backend *b, const wk_model *m, const wk_backend_params
   c->pool = wk_pool_create(c->n_threads);
   if (!c->pool) return wk_fail(err, WICK_ERR_NOMEM, "cpu: cannot start %d threads", c->n_threads);
   if ((rc = copy_vectors(c, err))) goto fail;
+  if ((rc = plan_matrices(c, err))) goto fail;
 
   const size_t T = (size_t)p->max_batch_tokens, dim = (size_t)m->dim;
   const size_t q_dim = (size_t)m->n_heads * (size_t)m->head_dim, ffn = (size_t)m->ffn_dim;
@@ -183,10 +180,13 @@ static int cpu_prepare(wk_backend *b, const wk_model *m, const wk_backend_params
   c->tok_pos = alloc_arr(T, sizeof(int32_t), &c->ws_bytes);
   c->mm_scratch = alloc_arr(mul3((size_t)c->n_threads, c->mm_per, 1), sizeof(float),
                             &c->ws_bytes);
-  c->att_scratch = alloc_arr(mul3((size_t)c->n_threads, c->max_pos, 1), sizeof(float),
+  c->att_per = cpu_attn_scratch(m->n_heads, m->n_kv_heads, m->head_dim, p->kv.block_size);
+  c->att_scratch = alloc_arr(mul3((size_t)c->n_threads, c->att_per, 1), sizeof(float),
                              &c->ws_bytes);
+  c->att_part_n = cpu_attn_partial(m->n_heads, m->n_kv_heads, m->head_dim, c->n_threads);
+  c->att_part = alloc_arr(c->att_part_n, sizeof(float), &c->ws_bytes);
   if (!c->x || !c->xb || !c->q || !c->att || !c->k || !c->v || !c->gate || !c->up || !c->xl ||
-      !c->tok_seq || !c->tok_pos || !c->mm_scratch || !c->att_scratch) {
+      !c->tok_seq || !c->tok_pos || !c->mm_scratch || !c->att_scratch || !c->att_part) {
     rc = wk_fail(err, WICK_ERR_NOMEM, "cpu: out of memory for activations (%d tokens a batch)",
                  p->max_batch_tokens);
     goto fail;
@@ -252,104 +252,11 @@ static int check_batch(cpu_ctx *c, const wk_batch *bt, wk_error *err) {
   return WICK_OK;
 }
 
-static void matmul(cpu_ctx *c, const wk_tensor *w, const float *x, int n, float *y) {
-  cpu_matmul(c->pool, c->mm_scratch, c->mm_per, w, x, n, y);
-}
-
-static void store_kv(cpu_ctx *c, const wk_batch *bt, int il) {
-  const int bs = c->p.kv.block_size;
-  float *kc = c->k_cache + c->kv_layer * (size_t)il, *vc = c->v_cache + c->kv_layer * (size_t)il;
-  for (int t = 0; t < bt->n_tokens; t++) {
-    const wk_seq *s = &bt->seqs[c->tok_seq[t]];
-    const int p = c->tok_pos[t];
-    size_t slot = (size_t)s->blocks[p / bs] * (size_t)bs + (size_t)(p % bs);
-    memcpy(kc + slot * c->kv_dim, c->k + (size_t)t * c->kv_dim, c->kv_dim * sizeof(float));
-    memcpy(vc + slot * c->kv_dim, c->v + (size_t)t * c->kv_dim, c->kv_dim * sizeof(float));
-  }
-}
-
-static void attention_block(cpu_ctx *c, const wk_batch *bt, int il) {
-  const wk_model *m = c->m;
-  const wk_layer *l = &m->layers[il];
-  const layer_vecs *v = &c->lv[il];
-  const int T = bt->n_tokens, dim = m->dim, hd = m->head_dim;
-  cpu_rmsnorm(c->xb, c->x, v->attn_norm, T, dim, m->norm_eps);
-  matmul(c, &l->wq, c->xb, T, c->q);
-  matmul(c, &l->wk, c->xb, T, c->k);
-  matmul(c, &l->wv, c->xb, T, c->v);
-  if (v->bq) cpu_add_bias(c->q, v->bq, T, m->n_heads * hd);
-  if (v->bk) cpu_add_bias(c->k, v->bk, T, m->n_kv_heads * hd);
-  if (v->bv) cpu_add_bias(c->v, v->bv, T, m->n_kv_heads * hd);
-  if (v->q_norm) cpu_rmsnorm(c->q, c->q, v->q_norm, (int64_t)T * m->n_heads, hd, m->norm_eps);
-  if (v->k_norm) cpu_rmsnorm(c->k, c->k, v->k_norm, (int64_t)T * m->n_kv_heads, hd, m->norm_eps);
-  cpu_rope rope = {hd, m->rope_dim, m->rope_neox, v->freqs};
-  cpu_rope_apply(&rope, c->q, m->n_heads, c->k, m->n_kv_heads, T, c->tok_pos);
-  store_kv(c, bt, il);
-  cpu_attn a = {
-      .q = c->q, .out = c->att,
-      .k_cache = c->k_cache + c->kv_layer * (size_t)il,
-      .v_cache = c->v_cache + c->kv_layer * (size_t)il,
-      .seqs = bt->seqs, .tok_seq = c->tok_seq, .tok_pos = c->tok_pos, .n_tokens = T,
-      .n_heads = m->n_heads, .n_kv_heads = m->n_kv_heads, .head_dim = hd,
-      .block_size = c->p.kv.block_size, .window = l->sliding_window,
-      .scale = m->attn_scale, .softcap = m->attn_softcap,
-      .scratch = c->att_scratch, .scratch_per_thread = c->max_pos,
-  };
-  cpu_attention(c->pool, &a);
-  matmul(c, &l->wo, c->att, T, c->xb);
-  if (v->post_attn_norm) cpu_rmsnorm(c->xb, c->xb, v->post_attn_norm, T, dim, m->norm_eps);
-  cpu_add(c->x, c->xb, (size_t)T * (size_t)dim);
-}
-
-static void ffn_block(cpu_ctx *c, int T, int il) {
-  const wk_model *m = c->m;
-  const wk_layer *l = &m->layers[il];
-  const layer_vecs *v = &c->lv[il];
-  const int dim = m->dim;
-  cpu_rmsnorm(c->xb, c->x, v->ffn_norm, T, dim, m->norm_eps);
-  matmul(c, &l->w_gate, c->xb, T, c->gate);
-  matmul(c, &l->w_up, c->xb, T, c->up);
-  size_t n = (size_t)T * (size_t)m->ffn_dim;
-  if (m->act == WK_ACT_GELU_TANH)
-    cpu_geglu_tanh(c->gate, c->up, n);
-  else
-    cpu_swiglu(c->gate, c->up, n);
-  matmul(c, &l->w_down, c->gate, T, c->xb);
-  if (v->post_ffn_norm) cpu_rmsnorm(c->xb, c->xb, v->post_ffn_norm, T, dim, m->norm_eps);
-  cpu_add(c->x, c->xb, (size_t)T * (size_t)dim);
-}
-
-static void embed(cpu_ctx *c, const wk_batch *bt) {
-  const wk_model *m = c->m;
-  const size_t dim = (size_t)m->dim, row = wk_row_size(m->tok_embd.type, m->dim);
-  const unsigned char *base = m->tok_embd.data;
-  for (int t = 0; t < bt->n_tokens; t++) {
-    float *xt = c->x + (size_t)t * dim;
-    int rc = cpu_dequant_row(m->tok_embd.type, base + (size_t)bt->tokens[t] * row, xt, m->dim);
-    WK_ASSERT(rc == WICK_OK);
-    if (m->emb_scale != 1.0f)
-      for (size_t i = 0; i < dim; i++) xt[i] *= m->emb_scale;
-  }
-}
-
 static int cpu_forward(wk_backend *b, const wk_batch *bt, float *logits, wk_error *err) {
   cpu_ctx *c = b->ctx;
   int rc = check_batch(c, bt, err);
   if (rc) return rc;
-  const wk_model *m = c->m;
-  embed(c, bt);
-  for (int il = 0; il < m->n_layers; il++) {
-    attention_block(c, bt, il);
-    ffn_block(c, bt->n_tokens, il);
-  }
-  if (bt->n_logits == 0) return WICK_OK;
-  const size_t dim = (size_t)m->dim;
-  for (int i = 0; i < bt->n_logits; i++)
-    memcpy(c->xl + (size_t)i * dim, c->x + (size_t)bt->logits_at[i] * dim, dim * sizeof(float));
-  cpu_rmsnorm(c->xl, c->xl, c->out_norm, bt->n_logits, m->dim, m->norm_eps);
-  matmul(c, &m->output, c->xl, bt->n_logits, logits);
-  if (m->final_softcap > 0)
-    cpu_softcap(logits, (size_t)bt->n_logits * (size_t)m->vocab, m->final_softcap);
+  cpu_forward_batch(c, bt, logits);
   return WICK_OK;
 }
 

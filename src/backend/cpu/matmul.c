@@ -1,11 +1,14 @@
-// Reference-accurate matrix products: weight rows are dequantized to f32 one
-// tile at a time into a per-thread buffer (never a whole matrix) and reused
-// for every token of the batch; dot products keep several f32 partial sums.
-// GCC/Clang vector extensions give 4-wide arithmetic on any x86-64 level.
+// Matrix products. Exact path: weight rows are dequantized to f32 one tile at
+// a time into a per-thread buffer (never a whole matrix) and reused for every
+// token of the batch; dot products keep several f32 partial sums (GCC/Clang
+// vector extensions give 4-wide arithmetic on any x86-64 level). Fast path:
+// the kernel table's gemm on activations converted once per input.
+#include <stdatomic.h>
 #include <string.h>
 
 #include "backend/cpu/matmul.h"
 #include "backend/cpu/dequant.h"
+#include "base/alloc.h"
 #include "quant/types.h"
 
 typedef float v4f __attribute__((vector_size(16)));
@@ -78,6 +81,47 @@ static void dot4x2(const float *w, int64_t ldw, const float *xa, const float *xb
 
 size_t cpu_matmul_scratch(int64_t k) { return (size_t)CPU_MATMUL_TILE * (size_t)k; }
 
+// Exact path, rows [lo, hi) of w for every token: y[t * n + r].
+static void exact_rows(const wk_tensor *w, const float *x, int n_tokens, float *y, float *buf,
+                       long lo, long hi) {
+  const int64_t k = w->ne[0], n = w->ne[1];
+  const size_t row_bytes = wk_row_size(w->type, k);
+  const unsigned char *data = w->data;
+  for (long r0 = lo; r0 < hi; r0 += CPU_MATMUL_TILE) {
+    int nr = hi - r0 < CPU_MATMUL_TILE ? (int)(hi - r0) : CPU_MATMUL_TILE;
+    const float *wt;
+    if (w->type == WK_F32) {
+      wt = (const float *)data + (size_t)r0 * (size_t)k;
+    } else {
+      for (int r = 0; r < nr; r++) {
+        int rc = cpu_dequant_row(w->type, data + (size_t)(r0 + r) * row_bytes,
+                                 buf + (size_t)r * (size_t)k, k);
+        WK_ASSERT(rc == WICK_OK);
+      }
+      wt = buf;
+    }
+    int t = 0;
+    for (; t + 2 <= n_tokens; t += 2) {
+      const float *xa = x + (size_t)t * (size_t)k, *xb = xa + k;
+      float *ya = y + (size_t)t * (size_t)n + r0, *yb = ya + n;
+      int r = 0;
+      for (; r + 4 <= nr; r += 4)
+        dot4x2(wt + (size_t)r * (size_t)k, k, xa, xb, k, ya + r, yb + r);
+      for (; r < nr; r++) {
+        ya[r] = cpu_dot(wt + (size_t)r * (size_t)k, xa, k);
+        yb[r] = cpu_dot(wt + (size_t)r * (size_t)k, xb, k);
+      }
+    }
+    for (; t < n_tokens; t++) {
+      const float *xt = x + (size_t)t * (size_t)k;
+      float *yt = y + (size_t)t * (size_t)n + r0;
+      int r = 0;
+      for (; r + 4 <= nr; r += 4) dot4(wt + (size_t)r * (size_t)k, k, xt, k, yt + r);
+      for (; r < nr; r++) yt[r] = cpu_dot(wt + (size_t)r * (size_t)k, xt, k);
+    }
+  }
+}
+
 typedef struct mm_job {
   const wk_tensor *w;
   const float *x;
@@ -89,45 +133,9 @@ typedef struct mm_job {
 
 static void mm_run(void *ctx, int ith, int nth) {
   const mm_job *j = ctx;
-  const int64_t k = j->w->ne[0], n = j->w->ne[1];
-  const size_t row_bytes = wk_row_size(j->w->type, k);
-  const unsigned char *data = j->w->data;
-  float *buf = j->scratch + (size_t)ith * j->per_thread;
   long lo, hi;
-  wk_split((long)n, ith, nth, CPU_MATMUL_TILE, &lo, &hi);
-  for (long r0 = lo; r0 < hi; r0 += CPU_MATMUL_TILE) {
-    int nr = hi - r0 < CPU_MATMUL_TILE ? (int)(hi - r0) : CPU_MATMUL_TILE;
-    const float *wt;
-    if (j->w->type == WK_F32) {
-      wt = (const float *)data + (size_t)r0 * (size_t)k;
-    } else {
-      for (int r = 0; r < nr; r++) {
-        int rc = cpu_dequant_row(j->w->type, data + (size_t)(r0 + r) * row_bytes,
-                                   buf + (size_t)r * (size_t)k, k);
-        WK_ASSERT(rc == WICK_OK);
-      }
-      wt = buf;
-    }
-    int t = 0;
-    for (; t + 2 <= j->n_tokens; t += 2) {
-      const float *xa = j->x + (size_t)t * (size_t)k, *xb = xa + k;
-      float *ya = j->y + (size_t)t * (size_t)n + r0, *yb = ya + n;
-      int r = 0;
-      for (; r + 4 <= nr; r += 4)
-        dot4x2(wt + (size_t)r * (size_t)k, k, xa, xb, k, ya + r, yb + r);
-      for (; r < nr; r++) {
-        ya[r] = cpu_dot(wt + (size_t)r * (size_t)k, xa, k);
-        yb[r] = cpu_dot(wt + (size_t)r * (size_t)k, xb, k);
-      }
-    }
-    for (; t < j->n_tokens; t++) {
-      const float *xt = j->x + (size_t)t * (size_t)k;
-      float *yt = j->y + (size_t)t * (size_t)n + r0;
-      int r = 0;
-      for (; r + 4 <= nr; r += 4) dot4(wt + (size_t)r * (size_t)k, k, xt, k, yt + r);
-      for (; r < nr; r++) yt[r] = cpu_dot(wt + (size_t)r * (size_t)k, xt, k);
-    }
-  }
+  wk_split((long)j->w->ne[1], ith, nth, CPU_MATMUL_TILE, &lo, &hi);
+  exact_rows(j->w, j->x, j->n_tokens, j->y, j->scratch + (size_t)ith * j->per_thread, lo, hi);
 }
 
 void cpu_matmul(wk_pool *pool, float *scratch, size_t scratch_per_thread, const wk_tensor *w,
@@ -135,4 +143,159 @@ void cpu_matmul(wk_pool *pool, float *scratch, size_t scratch_per_thread, const 
   WK_ASSERT(scratch_per_thread >= cpu_matmul_scratch(w->ne[0]));
   mm_job j = {w, x, n_tokens, y, scratch, scratch_per_thread};
   wk_pool_run(pool, mm_run, &j);
+}
+
+// ---- plans and converted activations ----
+
+void cpu_mm_plan(cpu_mm *mm, const wk_tensor *w, bool exact) {
+  memset(mm, 0, sizeof *mm);
+  mm->w = w;
+  mm->row_bytes = wk_row_size(w->type, w->ne[0]);
+  if (exact || wk_kernel_pick(w->type, WK_LEVEL_AUTO, &mm->kr) != WICK_OK) return;
+  mm->fast = mm->kr.k_multiple > 0 && w->ne[0] % mm->kr.k_multiple == 0 &&
+             mm->kr.act >= 0 && mm->kr.act < CPU_ACT_FMTS &&
+             wk_act_row_size(mm->kr.act, w->ne[0]) > 0;
+}
+
+unsigned cpu_mm_need(const cpu_mm *mm) {
+  return mm->fast && mm->kr.act != WK_ACT_F32 ? 1u << mm->kr.act : 0u;
+}
+
+void cpu_act_reserve(cpu_act *a, const cpu_mm *mm, int max_tokens) {
+  unsigned need = cpu_mm_need(mm);
+  if (!need) return;
+  const int f = mm->kr.act;
+  size_t bytes;
+  if (!wk_mul_ok(wk_act_row_size(f, mm->w->ne[0]), (size_t)max_tokens, &bytes)) bytes = SIZE_MAX;
+  if (bytes > a->cap[f]) a->cap[f] = bytes;
+  a->quant[f] = mm->kr.quantize_act;
+}
+
+int cpu_act_alloc(cpu_act *a, uint64_t *acct) {
+  for (int f = 0; f < CPU_ACT_FMTS; f++) {
+    if (!a->cap[f] || a->buf[f]) continue;
+    if (a->cap[f] == SIZE_MAX || !(a->buf[f] = wk_malloc(a->cap[f]))) return WICK_ERR_NOMEM;
+    *acct += a->cap[f];
+  }
+  return WICK_OK;
+}
+
+void cpu_act_free(cpu_act *a) {
+  for (int f = 0; f < CPU_ACT_FMTS; f++) wk_free(a->buf[f]);
+  memset(a, 0, sizeof *a);
+}
+
+void cpu_act_set(cpu_act *a, const float *x, int n_tokens, int64_t k) {
+  a->x = x;
+  a->n_tokens = n_tokens;
+  a->k = k;
+  a->ready = 0;
+}
+
+void cpu_act_convert_rows(cpu_act *a, unsigned need, int t0, int t1) {
+  for (int f = 0; f < CPU_ACT_FMTS; f++) {
+    if (!(need >> f & 1u)) continue;
+    const size_t row = wk_act_row_size(f, a->k);
+    WK_ASSERT(row > 0 && a->quant[f] && row * (size_t)a->n_tokens <= a->cap[f]);
+    for (int t = t0; t < t1; t++)
+      a->quant[f](a->x + (size_t)t * (size_t)a->k, a->buf[f] + (size_t)t * row, a->k);
+  }
+}
+
+typedef struct conv_job {
+  cpu_act *a;
+  unsigned need;
+} conv_job;
+
+static void conv_run(void *ctx, int ith, int nth) {
+  conv_job *j = ctx;
+  long lo, hi;
+  wk_split(j->a->n_tokens, ith, nth, 1, &lo, &hi);
+  cpu_act_convert_rows(j->a, j->need, (int)lo, (int)hi);
+}
+
+void cpu_act_convert(wk_pool *pool, cpu_act *a, unsigned need) {
+  need &= ~a->ready;
+  if (!need) return;
+  conv_job j = {a, need};
+  if (a->n_tokens < 4) conv_run(&j, 0, 1);  // not worth waking the pool
+  else wk_pool_run(pool, conv_run, &j);
+  a->ready |= need;
+}
+
+// ---- the product: chunks of rows of up to 4 matrices, claimed by threads ----
+
+enum { MM_MAX = 4, MM_ALIGN = 24 };  // chunks: multiples of the tiles (8 exact, 3 and 4 fast)
+
+typedef struct mm_multi {
+  const cpu_act *a;
+  const cpu_mm *const *mm;
+  float *const *y;
+  int n;
+  long chunk[MM_MAX];  // rows per chunk of matrix i
+  long first[MM_MAX];  // index of matrix i's first chunk
+  long total;          // chunks of all matrices
+  float *scratch;
+  size_t per_thread;
+  atomic_long next;    // next unclaimed chunk
+} mm_multi;
+
+static void multi_chunk(const mm_multi *j, long c, float *buf) {
+  int i = 0;
+  while (i + 1 < j->n && c >= j->first[i + 1]) i++;
+  const cpu_mm *mm = j->mm[i];
+  const long rows = mm->w->ne[1];
+  const long r0 = (c - j->first[i]) * j->chunk[i];
+  const long r1 = r0 + j->chunk[i] < rows ? r0 + j->chunk[i] : rows;
+  const cpu_act *a = j->a;
+  if (!mm->fast) {
+    exact_rows(mm->w, a->x, a->n_tokens, j->y[i], buf, r0, r1);
+    return;
+  }
+  const void *xq = a->x;
+  size_t xq_row = (size_t)a->k * sizeof(float);
+  if (mm->kr.act != WK_ACT_F32) {
+    xq = a->buf[mm->kr.act];
+    xq_row = wk_act_row_size(mm->kr.act, a->k);
+  }
+  mm->kr.gemm((const unsigned char *)mm->w->data + (size_t)r0 * mm->row_bytes, mm->row_bytes,
+              a->k, (int)(r1 - r0), xq, xq_row, a->n_tokens, j->y[i] + r0, (size_t)rows);
+}
+
+static void multi_run(void *ctx, int ith, int nth) {
+  (void)nth;
+  mm_multi *j = ctx;
+  float *buf = j->scratch + (size_t)ith * j->per_thread;
+  for (;;) {
+    long c = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed);
+    if (c >= j->total) return;
+    multi_chunk(j, c, buf);
+  }
+}
+
+void cpu_mm_run(wk_pool *pool, float *scratch, size_t scratch_per_thread, cpu_act *a,
+                const cpu_mm *const *mm, float *const *y, int n) {
+  WK_ASSERT(n >= 1 && n <= MM_MAX);
+  unsigned need = 0;
+  for (int i = 0; i < n; i++) {
+    WK_ASSERT(mm[i]->w->ne[0] == a->k);
+    need |= cpu_mm_need(mm[i]);
+    if (!mm[i]->fast) WK_ASSERT(scratch_per_thread >= cpu_matmul_scratch(a->k));
+  }
+  cpu_act_convert(pool, a, need);
+  const int nth = wk_pool_size(pool);
+  mm_multi j = {.a = a, .mm = mm, .y = y, .n = n, .scratch = scratch,
+                .per_thread = scratch_per_thread};
+  for (int i = 0; i < n; i++) {
+    const long rows = mm[i]->w->ne[1];
+    // About 4 chunks a thread (fewer for small matrices), whole tiles each.
+    long c = (rows + 4L * nth - 1) / (4L * nth);
+    c = (c + MM_ALIGN - 1) / MM_ALIGN * MM_ALIGN;
+    j.chunk[i] = c;
+    j.first[i] = j.total;
+    j.total += (rows + c - 1) / c;
+  }
+  atomic_init(&j.next, 0);
+  if (nth == 1 || j.total == 1) multi_run(&j, 0, 1);
+  else wk_pool_run(pool, multi_run, &j);
 }

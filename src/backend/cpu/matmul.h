@@ -1,28 +1,88 @@
-// Matrix products of a weight (in its file format) with f32 activations: the
-// one kernel interface that faster (SIMD, repacked) kernels replace.
+// Matrix products of a weight (in its file format) with activations.
+//
+// Two paths, chosen per weight matrix at prepare time (cpu_mm_plan):
+//   exact: weight rows dequantized to f32 a tile at a time and multiplied with
+//          the f32 activations (reference-accurate; `--exact`, and every type
+//          without a kernel);
+//   fast:  the SIMD kernel table (backend/cpu/kernels/kernels.h): activations
+//          converted once to the kernel's format (8-bit blocks for quantized
+//          weights, plain f32 for F32/F16/BF16/FP8 weights), integer or f32
+//          dot products straight from the weight blocks.
+// Both split output rows across the pool's threads in chunks claimed from a
+// shared counter, so a thread that the OS delays does not hold the others up.
 #ifndef WICK_BACKEND_CPU_MATMUL_H
 #define WICK_BACKEND_CPU_MATMUL_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
+#include "backend/cpu/kernels/kernels.h"
 #include "base/pool.h"
 #include "model/model.h"
 
 // Weight rows dequantized at once per thread (each used for every token).
 #define CPU_MATMUL_TILE 8
+// Activation formats (wk_act_fmt values are 0..CPU_ACT_FMTS-1).
+#define CPU_ACT_FMTS 3
 
-// Floats of scratch one thread needs for rows of length k.
+// Floats of scratch one thread needs for the exact path with rows of length k.
 size_t cpu_matmul_scratch(int64_t k);
 
-// y[t][r] = sum_k W[r][k] * x[t][k] for t < n_tokens, r < w->ne[1];
-// x is [n_tokens][w->ne[0]], y is [n_tokens][w->ne[1]] (row-major, f32).
-// scratch holds wk_pool_size(pool) (1 for a NULL pool) slices of
-// scratch_per_thread >= cpu_matmul_scratch(w->ne[0]) floats. Work is split by
-// output rows; each weight row is dequantized once and reused for all tokens.
+// Exact path, whole matrix: y[t][r] = sum_k W[r][k] * x[t][k] for
+// t < n_tokens, r < w->ne[1]; x is [n_tokens][w->ne[0]], y is
+// [n_tokens][w->ne[1]] (row-major, f32). scratch holds wk_pool_size(pool)
+// slices of scratch_per_thread >= cpu_matmul_scratch(w->ne[0]) floats.
 void cpu_matmul(wk_pool *pool, float *scratch, size_t scratch_per_thread, const wk_tensor *w,
                 const float *x, int n_tokens, float *y);
 
 // sum_i a[i] * b[i] in f32 with 8 partial sums (the dot product every op uses).
 float cpu_dot(const float *a, const float *b, int64_t n);
+
+// One weight matrix and the path chosen for it.
+typedef struct cpu_mm {
+  const wk_tensor *w;  // ne[0] = k inputs, ne[1] = rows (outputs)
+  wk_kernel kr;        // the kernels (valid when fast)
+  bool fast;           // true: kernel path; false: exact path
+  size_t row_bytes;    // bytes of one weight row
+} cpu_mm;
+
+// Picks the path of w: fast when !exact and the kernel table has w's type
+// (and k is a multiple of its blocks), else exact.
+void cpu_mm_plan(cpu_mm *mm, const wk_tensor *w, bool exact);
+// Bit (1 << wk_act_fmt) of the converted activations mm reads; 0 when it
+// reads the f32 rows themselves (exact path or f32 activations).
+unsigned cpu_mm_need(const cpu_mm *mm);
+
+// The input rows of one or more matrices, with the conversions done so far:
+// each format is converted once per input, however many matrices read it.
+typedef struct cpu_act {
+  const float *x;                          // [n_tokens][k] f32 rows
+  int n_tokens;
+  int64_t k;
+  unsigned ready;                          // bit f: buf[f] holds x in format f
+  unsigned char *buf[CPU_ACT_FMTS];        // converted rows (none for f32)
+  size_t cap[CPU_ACT_FMTS];                // bytes of buf[f]
+  wk_quantize_act_fn quant[CPU_ACT_FMTS];  // converter of format f
+} cpu_act;
+
+// Sizing at prepare time: room for mm's input of up to max_tokens rows.
+void cpu_act_reserve(cpu_act *a, const cpu_mm *mm, int max_tokens);
+// Allocates the reserved buffers (bytes added to *acct); WICK_ERR_NOMEM.
+int cpu_act_alloc(cpu_act *a, uint64_t *acct);
+void cpu_act_free(cpu_act *a);
+// A new input: x is [n_tokens][k]; nothing converted yet.
+void cpu_act_set(cpu_act *a, const float *x, int n_tokens, int64_t k);
+// Converts rows [t0, t1) into every format in `need` (threads may convert
+// disjoint ranges at once); the caller then sets a->ready |= need.
+void cpu_act_convert_rows(cpu_act *a, unsigned need, int t0, int t1);
+// Converts all rows into the formats of `need` not ready yet (threaded).
+void cpu_act_convert(wk_pool *pool, cpu_act *a, unsigned need);
+
+// y[i] = W_i x for the n (<= 4) matrices mm[i] reading input a (each y[i] is
+// [n_tokens][rows_i]); converts a first where needed, then one pass of the
+// pool over the rows of all n. scratch as for cpu_matmul (exact path).
+void cpu_mm_run(wk_pool *pool, float *scratch, size_t scratch_per_thread, cpu_act *a,
+                const cpu_mm *const *mm, float *const *y, int n);
 
 #endif

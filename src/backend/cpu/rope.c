@@ -1,6 +1,8 @@
 // Rotary position embedding. Angles are computed in double per token and
-// pair, then applied in f32 to every head of Q and K.
+// pair, then applied in f32 to every head of Q and K; and the fused pass from
+// the Q/K/V products to the KV cache (bias, QK-norm, RoPE, store).
 #include <math.h>
+#include <string.h>
 
 #include "backend/cpu/cpu_ops.h"
 
@@ -37,4 +39,59 @@ void cpu_rope_apply(const cpu_rope *r, float *q, int n_q_heads, float *k, int n_
       if (k) rotate_heads(r, k + (size_t)t * k_row, n_k_heads, i, c, s);
     }
   }
+}
+
+// Rotates the n_heads heads of one token's row x by the angles of cs
+// (cs[2i] = cos, cs[2i + 1] = sin of pair i).
+static void rotate_token(const cpu_rope *r, float *x, int n_heads, const float *cs) {
+  const int half = r->rope_dim / 2;
+  for (int h = 0; h < n_heads; h++) {
+    float *xh = x + (size_t)h * (size_t)r->head_dim;
+    for (int i = 0; i < half; i++) {
+      const int i0 = r->neox ? i : 2 * i, i1 = r->neox ? i + half : 2 * i + 1;
+      const float c = cs[2 * i], s = cs[2 * i + 1];
+      float a = xh[i0], b = xh[i1];
+      xh[i0] = a * c - b * s;
+      xh[i1] = a * s + b * c;
+    }
+  }
+}
+
+enum { QKV_MAX_HALF = 512 };  // most rotated pairs per head the pass handles
+
+static void qkv_run(void *ctx, int ith, int nth) {
+  const cpu_qkv *p = ctx;
+  const int hd = p->rope.head_dim, half = p->rope.rope_dim / 2;
+  const size_t q_row = (size_t)p->n_heads * (size_t)hd, kv_row = (size_t)p->n_kv_heads * hd;
+  float cs[2 * QKV_MAX_HALF];
+  long lo, hi;
+  wk_split(p->n_tokens, ith, nth, 1, &lo, &hi);
+  for (long t = lo; t < hi; t++) {
+    float *q = p->q + (size_t)t * q_row, *k = p->k + (size_t)t * kv_row;
+    float *v = p->v + (size_t)t * kv_row;
+    if (p->bq) cpu_add_bias(q, p->bq, 1, (int)q_row);
+    if (p->bk) cpu_add_bias(k, p->bk, 1, (int)kv_row);
+    if (p->bv) cpu_add_bias(v, p->bv, 1, (int)kv_row);
+    if (p->q_norm) cpu_rmsnorm(q, q, p->q_norm, p->n_heads, hd, p->eps);
+    if (p->k_norm) cpu_rmsnorm(k, k, p->k_norm, p->n_kv_heads, hd, p->eps);
+    const int pos = p->tok_pos[t];
+    for (int i = 0; i < half; i++) {
+      double theta = (double)pos * p->rope.freqs[i];
+      cs[2 * i] = (float)cos(theta);
+      cs[2 * i + 1] = (float)sin(theta);
+    }
+    rotate_token(&p->rope, q, p->n_heads, cs);
+    rotate_token(&p->rope, k, p->n_kv_heads, cs);
+    const wk_seq *s = &p->seqs[p->tok_seq[t]];
+    const int bs = p->block_size;
+    const size_t slot = (size_t)s->blocks[pos / bs] * (size_t)bs + (size_t)(pos % bs);
+    memcpy(p->k_cache + slot * kv_row, k, kv_row * sizeof(float));
+    memcpy(p->v_cache + slot * kv_row, v, kv_row * sizeof(float));
+  }
+}
+
+void cpu_qkv_post(wk_pool *pool, const cpu_qkv *p) {
+  WK_ASSERT(p->rope.rope_dim / 2 <= QKV_MAX_HALF);
+  if (p->n_tokens < 4) qkv_run((void *)p, 0, 1);
+  else wk_pool_run(pool, qkv_run, (void *)p);
 }
