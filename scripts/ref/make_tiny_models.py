@@ -100,7 +100,7 @@ def corpus_words():
     return text.split()
 
 
-def train_merges(words, n_merges, sep):
+def train_merges(words, n_merges):
     """A few greedy BPE merges over words (each a tuple of symbols)."""
     counts = {}
     for w in words:
@@ -136,7 +136,7 @@ def gpt2_vocab():
     table = byte_to_char()
     tokens = [table[b] for b in range(256)]
     words = [[table[b] for b in (" " + w).encode("utf-8")] for w in corpus_words()]
-    merges = train_merges(words, VOCAB - 257, None)
+    merges = train_merges(words, VOCAB - 257)
     for a, b in merges:
         tokens.append(a + b)
     tokens.append("<|endoftext|>")
@@ -157,7 +157,7 @@ def spm_vocab():
     words = [list("\u2581" + w) for w in corpus_words()]
     chars = sorted({c for w in words for c in w if c.isalpha() or c == "\u2581"})
     pieces = list(chars)
-    for a, b in train_merges(words, VOCAB, None):
+    for a, b in train_merges(words, VOCAB):
         if len(tokens) + len(pieces) >= VOCAB:
             break
         if a + b not in pieces:
