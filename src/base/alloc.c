@@ -27,6 +27,9 @@ void *wk_malloc(size_t size) { return size ? wk_realloc(NULL, size) : NULL; }
 void *wk_calloc(size_t n, size_t size) {
   size_t total;
   if (!wk_mul_ok(n, size, &total) || total == 0) return NULL;
+  // libc's calloc maps large blocks as fresh zero pages that become resident
+  // only when written: a KV cache costs memory as it fills, not at start-up.
+  if (!g_alloc_fn) return calloc(n, size);
   void *p = wk_malloc(total);
   if (p) memset(p, 0, total);
   return p;
