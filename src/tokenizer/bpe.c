@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/alloc.h"
+#include "tokenizer/heap.h"
 #include "tokenizer/utf8.h"
 
 typedef struct sym {
@@ -122,31 +123,7 @@ static inline bool cand_less(const cand *a, const cand *b) {
   return a->rank != b->rank ? a->rank < b->rank : a->pos < b->pos;
 }
 
-static void heap_push(cand *h, size_t *n, cand c) {
-  size_t i = (*n)++;
-  while (i > 0) {
-    size_t p = (i - 1) / 2;
-    if (!cand_less(&c, &h[p])) break;
-    h[i] = h[p];
-    i = p;
-  }
-  h[i] = c;
-}
-
-static cand heap_pop(cand *h, size_t *n) {
-  cand top = h[0], last = h[--*n];
-  size_t i = 0;
-  for (;;) {
-    size_t l = 2 * i + 1;
-    if (l >= *n) break;
-    size_t m = (l + 1 < *n && cand_less(&h[l + 1], &h[l])) ? l + 1 : l;
-    if (!cand_less(&h[m], &last)) break;
-    h[i] = h[m];
-    i = m;
-  }
-  if (*n) h[i] = last;
-  return top;
-}
+TOK_HEAP_DEFINE(cand, cand_less)
 
 static void try_push(const tok_bpe *b, const sym *sy, cand *h, size_t *nh, int32_t pos) {
   int32_t nx = sy[pos].next;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "base/alloc.h"
+#include "tokenizer/heap.h"
 #include "tokenizer/utf8.h"
 
 #define BAR "\xE2\x96\x81"  // U+2581, SentencePiece's space
@@ -120,31 +121,7 @@ static inline bool cand_before(const cand *a, const cand *b) {
   return a->pos < b->pos;
 }
 
-static void heap_push(cand *h, size_t *n, cand c) {
-  size_t i = (*n)++;
-  while (i > 0) {
-    size_t p = (i - 1) / 2;
-    if (!cand_before(&c, &h[p])) break;
-    h[i] = h[p];
-    i = p;
-  }
-  h[i] = c;
-}
-
-static cand heap_pop(cand *h, size_t *n) {
-  cand top = h[0], last = h[--*n];
-  size_t i = 0;
-  for (;;) {
-    size_t l = 2 * i + 1;
-    if (l >= *n) break;
-    size_t m = (l + 1 < *n && cand_before(&h[l + 1], &h[l])) ? l + 1 : l;
-    if (!cand_before(&h[m], &last)) break;
-    h[i] = h[m];
-    i = m;
-  }
-  if (*n) h[i] = last;
-  return top;
-}
+TOK_HEAP_DEFINE(cand, cand_before)
 
 static void try_push(const tok_spm *s, const char *text, const sym *sy, cand *h, size_t *nh,
                      int32_t pos) {
