@@ -9,6 +9,15 @@
 #     kernel tests, parity (default and WICK_CUDA_MATVEC=int8) and matvec run;
 #     then decode (1024-token prefill, no 4096) with WICK_CUDA_MATVEC=int8,
 #     int8 with WICK_CUDA_FUSE_GLU=0, and f32; last the block-shape sweep.
+#
+# Before the device call, here (both folders are git-ignored; carry them):
+#   mkdir -p .debs && (cd .debs && apt-get download libpcre2-dev libpcre2-8-0 \
+#     libpcre2-16-0 libpcre2-32-0 libpcre2-posix3 pkgconf pkgconf-bin libpkgconf3)
+#   mkdir -p models-trim
+#   .venv/bin/python bench/cuda/trim_model.py models/smollm2-135m-instruct-q4_1.gguf \
+#     models-trim/smollm2-3l.gguf 3 8192
+#   .venv/bin/python bench/cuda/trim_model.py models/gemma3-270m-q4_k_m.gguf \
+#     models-trim/gemma3-6l.gguf 6 8192
 set -u
 MODE=${1:-all}
 shift || true
