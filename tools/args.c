@@ -176,3 +176,10 @@ int args_open(const args *a, const tool_opts *o, wick_model **model, wick_sessio
   }
   return 0;
 }
+
+int args_print_text(void *user, const char *text, size_t len) {
+  (void)user;
+  fwrite(text, 1, len, stdout);
+  fflush(stdout);
+  return 0;
+}

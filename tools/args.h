@@ -31,6 +31,9 @@ int args_float(args *a, const char *flag, double lo, double hi, bool lo_open, fl
 int args_seed(args *a, const char *flag, uint64_t *out);
 
 // Prints "CMD: MESSAGE" (one line) and returns -1.
+// Streaming callback for wick_generate: writes the text to stdout and flushes.
+int args_print_text(void *user, const char *text, size_t len);
+
 int args_error(const args *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int args_unknown(const args *a, const char *flag);
 

@@ -101,13 +101,6 @@ static int render(chat *c, const char *system, const char *msg, bool first) {
   return add(c, msg, false) || add(c, "<end_of_turn>\n<start_of_turn>model\n", true) ? -1 : 0;
 }
 
-static int on_text(void *user, const char *text, size_t len) {
-  (void)user;
-  fwrite(text, 1, len, stdout);
-  fflush(stdout);
-  return 0;
-}
-
 static void usage(FILE *f) {
   fprintf(f, "usage: wick chat -m MODEL [--system TEXT] [options]\n\n"
              "Reads one user message per line from stdin (EOF ends) and streams replies.\n\n"
@@ -136,7 +129,7 @@ static int chat_loop(chat *c, const char *system, const wick_sample_params *gp, 
       fputc('\n', stderr);
     }
     char err[512];
-    if (wick_generate_tokens(c->session, c->ids, c->n, gp, on_text, NULL, err, sizeof err)) {
+    if (wick_generate_tokens(c->session, c->ids, c->n, gp, args_print_text, NULL, err, sizeof err)) {
       fputc('\n', stdout);
       fflush(stdout);
       args_error(c->a, "%s", err);

@@ -8,13 +8,6 @@
 #include "commands.h"
 #include "wick.h"
 
-static int on_text(void *user, const char *text, size_t len) {
-  (void)user;
-  fwrite(text, 1, len, stdout);
-  fflush(stdout);
-  return 0;
-}
-
 static void usage(FILE *f) {
   fprintf(f, "usage: wick run -m MODEL -p PROMPT [options]\n\n"
              "Generates text after PROMPT (used as is, BOS added as the model declares).\n\n"
@@ -57,7 +50,7 @@ int cmd_run(int argc, char **argv) {
   wick_session *session;
   if (args_open(&a, &o, &model, &session)) return 1;
   char err[512];
-  int rc = wick_generate(session, prompt, &o.gp, on_text, NULL, err, sizeof err);
+  int rc = wick_generate(session, prompt, &o.gp, args_print_text, NULL, err, sizeof err);
   if (rc) {
     fflush(stdout);
     args_error(&a, "%s", err);

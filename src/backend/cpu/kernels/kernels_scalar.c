@@ -5,6 +5,7 @@
 
 #include "backend/cpu/kernels/kernels_internal.h"
 #include "base/fp.h"
+#include "quant/quant.h"
 #include "quant/types.h"
 
 static float ld_f16(const uint8_t *p) { return wk_f16_to_f32(wk_kern_u16(p)); }
@@ -273,15 +274,6 @@ static float dot_bf16(int64_t n, const void *w, const void *xq) {
   return acc;
 }
 
-// FP8 element decoders. E4M3 has no inf/NaN here (0x7f reads as 480).
-static float fp8_e4m3(uint8_t v) {
-  int e = (v >> 3) & 15, m = v & 7;
-  float a = e == 0 ? ldexpf((float)m, -9) : ldexpf((float)(8 + m), e - 10);
-  return v & 0x80 ? -a : a;
-}
-// E5M2 is the top byte of an IEEE half.
-static float fp8_e5m2(uint8_t v) { return wk_f16_to_f32((uint16_t)(v << 8)); }
-
 static float dot_fp8(int64_t n, const uint8_t *b, const float *x, float (*dec)(uint8_t)) {
   float acc = 0;
   for (int64_t i = 0; i < n / 128; i++, b += 132, x += 128) {
@@ -292,10 +284,10 @@ static float dot_fp8(int64_t n, const uint8_t *b, const float *x, float (*dec)(u
   return acc;
 }
 static float dot_fp8_e4m3(int64_t n, const void *w, const void *xq) {
-  return dot_fp8(n, w, xq, fp8_e4m3);
+  return dot_fp8(n, w, xq, wk_fp8_e4m3_to_f32);
 }
 static float dot_fp8_e5m2(int64_t n, const void *w, const void *xq) {
-  return dot_fp8(n, w, xq, fp8_e5m2);
+  return dot_fp8(n, w, xq, wk_fp8_e5m2_to_f32);
 }
 
 // ---- the scalar table ----------------------------------------------------
