@@ -47,6 +47,9 @@ typedef struct wk_batch {
   int n_logits;
 } wk_batch;
 
+// Most candidates forward_topk returns a row.
+enum { WK_TOPK_MAX = 128 };
+
 typedef struct wk_backend wk_backend;
 struct wk_backend {
   const char *name;  // "cpu", "cuda"
@@ -55,6 +58,13 @@ struct wk_backend {
   int (*prepare)(wk_backend *b, const wk_model *m, const wk_backend_params *p, wk_error *err);
   // Runs the batch; writes n_logits rows of m->vocab floats to logits.
   int (*forward)(wk_backend *b, const wk_batch *batch, float *logits, wk_error *err);
+  // Optional (NULL: not offered). Runs the batch like forward, but for each
+  // wanted row writes only its k largest logits and their ids, best first (a
+  // higher logit, then a lower id: the sampler's order), to vals/ids[row * k
+  // + i]; 1 <= k <= WK_TOPK_MAX. Returns WICK_ERR_UNSUPPORTED before running
+  // anything when it cannot serve the batch; the caller then uses forward.
+  int (*forward_topk)(wk_backend *b, const wk_batch *batch, int k, int32_t *ids, float *vals,
+                      wk_error *err);
   // Copies whole KV blocks (prefix-cache copy-on-write): dst[i] <- src[i].
   int (*kv_copy_blocks)(wk_backend *b, const int32_t *src, const int32_t *dst, int n,
                         wk_error *err);

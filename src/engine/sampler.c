@@ -1,6 +1,7 @@
 #include "engine/sampler.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -90,23 +91,33 @@ void sampler_set(wk_sampler *s, const sampler_params *p) {
 
 // ---- steps ----
 
+static bool penalties_on(const sampler_params *p, int n_recent) {
+  return p->penalty_last_n != 0 && n_recent > 0 &&
+         !(p->repeat_penalty == 1.0f && p->presence_penalty == 0.0f &&
+           p->frequency_penalty == 0.0f);
+}
+
+static int penalty_window(const sampler_params *p, int n_recent) {
+  return p->penalty_last_n < 0 || p->penalty_last_n > n_recent ? n_recent : p->penalty_last_n;
+}
+
+static float penalized(const sampler_params *p, float l, int32_t count) {
+  l = l > 0 ? l / p->repeat_penalty : l * p->repeat_penalty;
+  return l - ((float)count * p->frequency_penalty + p->presence_penalty);
+}
+
 // Penalizes the logits (in s->work) of tokens in the window.
 static void apply_penalties(wk_sampler *s, const int32_t *recent, int n_recent) {
   const sampler_params *p = &s->p;
-  if (p->penalty_last_n == 0 || n_recent <= 0) return;
-  if (p->repeat_penalty == 1.0f && p->presence_penalty == 0.0f && p->frequency_penalty == 0.0f)
-    return;
-  int n = p->penalty_last_n < 0 || p->penalty_last_n > n_recent ? n_recent : p->penalty_last_n;
+  if (!penalties_on(p, n_recent)) return;
+  int n = penalty_window(p, n_recent);
   const int32_t *w = recent + (n_recent - n);
   for (int i = 0; i < n; i++)
     if (w[i] >= 0 && w[i] < s->n_vocab) s->count[w[i]]++;
   for (int i = 0; i < n; i++) {
     int32_t t = w[i];
     if (t < 0 || t >= s->n_vocab || s->count[t] == 0) continue;  // out of range or done
-    float l = s->work[t];
-    l = l > 0 ? l / p->repeat_penalty : l * p->repeat_penalty;
-    l -= (float)s->count[t] * p->frequency_penalty + p->presence_penalty;
-    s->work[t] = l;
+    s->work[t] = penalized(p, s->work[t], s->count[t]);
     s->count[t] = 0;  // applied once per distinct token; leaves count zeroed
   }
 }
@@ -159,25 +170,11 @@ static int greedy(wk_sampler *s) {
   return 1;
 }
 
-int sampler_dist(wk_sampler *s, const float *logits, const int32_t *recent, int n_recent,
-                 const int32_t **ids, const float **probs) {
+// Softmax with temperature, top-p, min-p and renormalization over the n
+// candidates in s->cands (sorted when top-k or top-p is on); the result goes
+// to s->ids / s->probs.
+static int finish(wk_sampler *s, int n) {
   const sampler_params *p = &s->p;
-  *ids = s->ids;
-  *probs = s->probs;
-  memcpy(s->work, logits, (size_t)s->n_vocab * sizeof *s->work);
-  apply_penalties(s, recent, n_recent);
-  if (!(p->temperature > 0)) return greedy(s);
-
-  // top-k
-  int n = s->n_vocab;
-  if (p->top_k > 0 && p->top_k < n) {
-    n = p->top_k;
-    select_top_k(s, n);
-  } else {
-    for (int i = 0; i < n; i++) s->cands[i] = (cand){i, s->work[i]};
-    if (p->top_p < 1.0f) qsort(s->cands, (size_t)n, sizeof *s->cands, cand_cmp);
-  }
-
   // softmax with temperature (double accumulation)
   float lmax = s->cands[0].logit;
   for (int i = 1; i < n; i++)
@@ -228,15 +225,90 @@ int sampler_dist(wk_sampler *s, const float *logits, const int32_t *recent, int 
   return n;
 }
 
+int sampler_dist(wk_sampler *s, const float *logits, const int32_t *recent, int n_recent,
+                 const int32_t **ids, const float **probs) {
+  const sampler_params *p = &s->p;
+  *ids = s->ids;
+  *probs = s->probs;
+  memcpy(s->work, logits, (size_t)s->n_vocab * sizeof *s->work);
+  apply_penalties(s, recent, n_recent);
+  if (!(p->temperature > 0)) return greedy(s);
+
+  // top-k
+  int n = s->n_vocab;
+  if (p->top_k > 0 && p->top_k < n) {
+    n = p->top_k;
+    select_top_k(s, n);
+  } else {
+    for (int i = 0; i < n; i++) s->cands[i] = (cand){i, s->work[i]};
+    if (p->top_p < 1.0f) qsort(s->cands, (size_t)n, sizeof *s->cands, cand_cmp);
+  }
+  return finish(s, n);
+}
+
+int sampler_cands_needed(const wk_sampler *s, int n_recent) {
+  const sampler_params *p = &s->p;
+  long pen = 0;
+  if (penalties_on(p, n_recent)) {
+    if (!(p->repeat_penalty >= 1.0f && p->presence_penalty >= 0.0f &&
+          p->frequency_penalty >= 0.0f))
+      return 0;
+    pen = penalty_window(p, n_recent);
+  }
+  long k = !(p->temperature > 0) ? 1 : p->top_k > 0 && p->top_k < s->n_vocab ? p->top_k : 0;
+  if (!k || k + pen >= s->n_vocab) return 0;
+  return (int)(k + pen);
+}
+
+int sampler_dist_cands(wk_sampler *s, const int32_t *ids, const float *logits, int m,
+                       const int32_t *recent, int n_recent, const int32_t **out_ids,
+                       const float **probs) {
+  const sampler_params *p = &s->p;
+  *out_ids = s->ids;
+  *probs = s->probs;
+  if (m > s->n_vocab) m = s->n_vocab;
+  for (int i = 0; i < m; i++) s->cands[i] = (cand){ids[i], logits[i]};
+  if (penalties_on(p, n_recent)) {  // the same values apply_penalties gives
+    int n = penalty_window(p, n_recent);
+    const int32_t *w = recent + (n_recent - n);
+    for (int i = 0; i < n; i++)
+      if (w[i] >= 0 && w[i] < s->n_vocab) s->count[w[i]]++;
+    for (int i = 0; i < m; i++) {
+      int32_t t = s->cands[i].id;
+      if (t >= 0 && t < s->n_vocab && s->count[t] > 0)
+        s->cands[i].logit = penalized(p, s->cands[i].logit, s->count[t]);
+    }
+    for (int i = 0; i < n; i++)
+      if (w[i] >= 0 && w[i] < s->n_vocab) s->count[w[i]] = 0;
+  }
+  qsort(s->cands, (size_t)m, sizeof *s->cands, cand_cmp);
+  if (!(p->temperature > 0)) {
+    s->ids[0] = s->cands[0].id;
+    s->probs[0] = 1.0f;
+    return 1;
+  }
+  return finish(s, p->top_k < m ? p->top_k : m);
+}
+
+static int32_t draw(wk_sampler *s, int n) {
+  if (n == 1) return s->ids[0];
+  double u = sampler_uniform(s), cum = 0;
+  for (int i = 0; i < n; i++) {
+    cum += s->probs[i];
+    if (u < cum) return s->ids[i];
+  }
+  return s->ids[n - 1];  // rounding left u just above the total
+}
+
+int32_t sampler_sample_cands(wk_sampler *s, const int32_t *ids, const float *logits, int m,
+                             const int32_t *recent, int n_recent) {
+  const int32_t *oi;
+  const float *op;
+  return draw(s, sampler_dist_cands(s, ids, logits, m, recent, n_recent, &oi, &op));
+}
+
 int32_t sampler_sample(wk_sampler *s, const float *logits, const int32_t *recent, int n_recent) {
   const int32_t *ids;
   const float *probs;
-  int n = sampler_dist(s, logits, recent, n_recent, &ids, &probs);
-  if (n == 1) return ids[0];
-  double u = sampler_uniform(s), cum = 0;
-  for (int i = 0; i < n; i++) {
-    cum += probs[i];
-    if (u < cum) return ids[i];
-  }
-  return ids[n - 1];  // rounding left u just above the total
+  return draw(s, sampler_dist(s, logits, recent, n_recent, &ids, &probs));
 }

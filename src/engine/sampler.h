@@ -39,6 +39,22 @@ int sampler_dist(wk_sampler *s, const float *logits, const int32_t *recent, int 
 // Draws the next token.
 int32_t sampler_sample(wk_sampler *s, const float *logits, const int32_t *recent, int n_recent);
 
+// Candidates instead of a whole row (a backend that selects on the device):
+// how many of the row's best logits (higher logit, then lower id) a draw
+// needs so that it is exactly the draw on the whole row: 1 for greedy or
+// top_k with top-k on, plus the penalty window (a penalty only lowers a
+// logit, so at most that many can leave the set). 0 when the whole row is
+// needed: top-k off, or a penalty that can raise a logit (repeat_penalty < 1,
+// presence or frequency penalty < 0).
+int sampler_cands_needed(const wk_sampler *s, int n_recent);
+// sampler_dist and sampler_sample given the m best logits of the row (ids,
+// logits; any order), m >= sampler_cands_needed(s, n_recent) > 0.
+int sampler_dist_cands(wk_sampler *s, const int32_t *ids, const float *logits, int m,
+                       const int32_t *recent, int n_recent, const int32_t **out_ids,
+                       const float **probs);
+int32_t sampler_sample_cands(wk_sampler *s, const int32_t *ids, const float *logits, int m,
+                             const int32_t *recent, int n_recent);
+
 // The PRNG (xoshiro256**): next uniform double in [0, 1).
 double sampler_uniform(wk_sampler *s);
 

@@ -22,6 +22,10 @@ struct wk_session {
   float *logits;     // [n_rows * vocab]
   int32_t *rows;     // [n_rows] 0, 1, 2, ... (token indices whose logits are wanted)
   wk_sampler *smp;
+  int32_t cand_ids[WK_TOPK_MAX];  // the best logits of the last row, when the backend
+  float cand_vals[WK_TOPK_MAX];   // selects them (forward_topk)
+  int n_cand;                     // 0: s->logits holds the whole row
+  int topk_off;                   // the backend declined forward_topk
   char *text;        // [text_cap] streamed text of one token
   int text_cap;
   session_stats stats;
@@ -113,18 +117,39 @@ const char *session_device(const wk_session *s) { return s->be->name; }
 const session_stats *session_get_stats(const wk_session *s) { return &s->stats; }
 
 // Evaluates s->tokens[n_eval, n_eval + n) in one forward pass, asking for the
-// logits of the chunk's tokens at[0, n_at).
-static int forward_chunk(wk_session *s, int n, const int32_t *at, int n_at, wk_error *err) {
+// logits of the chunk's tokens at[0, n_at): whole rows into s->logits, or
+// with k > 0 the k best of the one row into s->cand_ids / s->cand_vals.
+static int run_pass(wk_session *s, int n, const int32_t *at, int n_at, int k, wk_error *err) {
   int st = kv_seq_reserve(s->kv, &s->seq, s->n_eval + n, err);
   if (st) return st;
   wk_seq seq = {.blocks = s->seq.blocks, .n_blocks = s->seq.n_blocks, .n_past = s->n_eval,
                 .n_new = n, .first = 0};
   wk_batch b = {.tokens = s->tokens + s->n_eval, .n_tokens = n, .seqs = &seq, .n_seqs = 1,
                 .logits_at = at, .n_logits = n_at};
-  st = s->be->forward(s->be, &b, s->logits, err);
+  s->n_cand = 0;
+  st = k > 0 ? s->be->forward_topk(s->be, &b, k, s->cand_ids, s->cand_vals, err)
+             : s->be->forward(s->be, &b, s->logits, err);
   if (st) return st;
   s->n_eval += n;
+  s->n_cand = k;
   return WICK_OK;
+}
+
+static int forward_chunk(wk_session *s, int n, const int32_t *at, int n_at, wk_error *err) {
+  return run_pass(s, n, at, n_at, 0, err);
+}
+
+// One decode step (the token at s->n_eval) whose row the sampler will read:
+// through the backend's top-k selection when the sampling allows it (the
+// draw is then exactly the one on the whole row), else a whole row.
+static int forward_step(wk_session *s, wk_error *err) {
+  int32_t zero = 0;
+  int k = sampler_cands_needed(s->smp, s->n_eval + 1);
+  if (!s->be->forward_topk || s->topk_off || k < 1 || k > WK_TOPK_MAX) k = 0;
+  int st = run_pass(s, 1, &zero, 1, k, err);
+  if (st != WICK_ERR_UNSUPPORTED || !k) return st;
+  s->topk_off = 1;  // the backend declined before running anything
+  return run_pass(s, 1, &zero, 1, 0, err);
 }
 
 // Puts the pending token and then src[0, n) after the context; fails when
@@ -197,10 +222,11 @@ static int generate_loop(wk_session *s, const gen_params *g, tok_stream *ts, sto
       }
       s->tokens[s->n_eval] = s->pending;
       s->pending = -1;
-      int32_t zero = 0;
-      if ((st = forward_chunk(s, 1, &zero, 1, err))) return st;
+      if ((st = forward_step(s, err))) return st;
     }
-    int32_t id = sampler_sample(s->smp, s->logits, s->tokens, s->n_eval);
+    int32_t id = s->n_cand ? sampler_sample_cands(s->smp, s->cand_ids, s->cand_vals, s->n_cand,
+                                                  s->tokens, s->n_eval)
+                           : sampler_sample(s->smp, s->logits, s->tokens, s->n_eval);
     stt->gen_tokens++;
     if (tok_is_eog(s->tok, id)) {
       stt->stop = WICK_STOP_EOG;  // the token is not kept in the context

@@ -248,7 +248,103 @@ static void test_seeds_and_frequencies(void) {
   sampler_free(b);
 }
 
+typedef struct cand_t {
+  int32_t id;
+  float v;
+} cand_t;
+
+static int cand_order(const void *a, const void *b) {  // higher value, then lower id
+  const cand_t *x = a, *y = b;
+  if (x->v != y->v) return x->v > y->v ? -1 : 1;
+  return (x->id > y->id) - (x->id < y->id);
+}
+
+// The candidate path (the best m logits, as a device top-k returns them) must
+// give exactly the distribution and the draws of the whole-row path, for
+// greedy and top-k with penalties that only lower logits; and must ask for
+// the whole row when it cannot be exact.
+static void test_candidates(void) {
+  enum { V = 600, RECENT = 90 };
+  static float l[V];
+  static cand_t c[V];
+  int32_t cid[V], recent[RECENT];
+  float cv[V];
+  uint64_t r = 12345;
+  const float temps[] = {0.0f, 0.7f, 1.3f};
+  const int topks[] = {1, 5, 40};
+  const float rps[] = {1.0f, 1.3f};
+  const float pres[] = {0.0f, 0.5f};
+  const int lastn[] = {0, 16, -1};
+  int checked = 0;
+  for (int trial = 0; trial < 6; trial++) {
+    for (int i = 0; i < V; i++) {
+      r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+      // trial 0..2: spread values, 3..5: few distinct values (ties)
+      l[i] = trial < 3 ? (float)((double)(r >> 11) / 9007199254740992.0 * 16 - 8)
+                       : (float)(r % 9) - 4.0f;
+    }
+    for (int i = 0; i < RECENT; i++) {  // recent tokens, many among the best
+      r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+      recent[i] = (int32_t)(r % 60) * (trial % 2 ? 1 : 10) % V;
+    }
+    for (int i = 0; i < V; i++) c[i] = (cand_t){i, l[i]};
+    qsort(c, V, sizeof *c, cand_order);
+    for (int i = 0; i < V; i++) cid[i] = c[i].id, cv[i] = c[i].v;
+    for (size_t a = 0; a < 3; a++)
+      for (size_t b = 0; b < 3; b++)
+        for (size_t d = 0; d < 2; d++)
+          for (size_t e = 0; e < 2; e++)
+            for (size_t f = 0; f < 3; f++) {
+              sampler_params p = plain(temps[a]);
+              p.top_k = topks[b], p.repeat_penalty = rps[d], p.presence_penalty = pres[e];
+              p.frequency_penalty = pres[e] / 2, p.penalty_last_n = lastn[f];
+              p.top_p = trial % 3 == 1 ? 0.8f : 1.0f, p.min_p = trial % 3 == 2 ? 0.05f : 0.0f;
+              p.seed = (uint64_t)trial * 977 + a;
+              wk_sampler *s1 = make(V, &p), *s2 = make(V, &p);
+              int m = sampler_cands_needed(s1, RECENT);
+              CHECK(m > 0 && m < V);
+              // the permuted head: the candidate path takes them in any order
+              int32_t pid[V];
+              float pv[V];
+              for (int i = 0; i < m; i++) pid[i] = cid[m - 1 - i], pv[i] = cv[m - 1 - i];
+              const int32_t *i1, *i2;
+              const float *p1, *p2;
+              int n1 = sampler_dist(s1, l, recent, RECENT, &i1, &p1);
+              int n2 = sampler_dist_cands(s2, pid, pv, m, recent, RECENT, &i2, &p2);
+              int same = n1 == n2;
+              for (int i = 0; same && i < n1; i++) same = i1[i] == i2[i] && p1[i] == p2[i];
+              CHECK(same);
+              for (int i = 0; i < 20; i++)
+                CHECK(sampler_sample(s1, l, recent, RECENT) ==
+                      sampler_sample_cands(s2, pid, pv, m, recent, RECENT));
+              sampler_free(s1);
+              sampler_free(s2);
+              checked++;
+            }
+  }
+  CHECK(checked == 6 * 3 * 3 * 2 * 2 * 3);
+  // whole row needed: top-k off with sampling, or a penalty that can raise
+  sampler_params p = plain(0.8f);
+  wk_sampler *s = make(V, &p);
+  CHECK(sampler_cands_needed(s, RECENT) == 0);
+  p.top_k = 40, p.repeat_penalty = 0.9f;
+  sampler_set(s, &p);
+  CHECK(sampler_cands_needed(s, RECENT) == 0);
+  p.repeat_penalty = 1.1f, p.presence_penalty = -0.5f;
+  sampler_set(s, &p);
+  CHECK(sampler_cands_needed(s, RECENT) == 0);
+  p.presence_penalty = 0.5f, p.penalty_last_n = 64;
+  sampler_set(s, &p);
+  CHECK(sampler_cands_needed(s, RECENT) == 40 + 64);
+  CHECK(sampler_cands_needed(s, 10) == 40 + 10);
+  p = plain(0.0f);
+  sampler_set(s, &p);
+  CHECK(sampler_cands_needed(s, RECENT) == 1);
+  sampler_free(s);
+}
+
 int main(void) {
+  test_candidates();
   test_greedy();
   test_softmax_temperature();
   test_filters();

@@ -9,6 +9,7 @@
 
 #include "backend/cuda/internal.cuh"
 #include "backend/cuda/quant.cuh"
+#include "backend/cuda/topk.cuh"
 
 extern "C" {
 #include "backend/backend.h"
@@ -22,6 +23,7 @@ extern "C" {
 // not run on a GPU yet: opt in with WICK_CUDA_MATVEC=int8 until a device run
 // passes the kernel and parity tests with them.
 enum { MV_F32X_DEFAULT = 1 };
+static_assert((int)CU_TOPK_MAX == (int)WK_TOPK_MAX, "one top-k limit");
 enum { GRAPH_MAX_N = 4, ATT_PART_PAIRS = 1024, ATT_SPLIT_KEYS = 128, ATT_SPLIT_LOG_MAX = 5 };
 
 struct cu_layer {
@@ -48,6 +50,7 @@ struct cu_state {
   float *x, *hb, *q, *k, *v, *att, *g, *u, *lb, *logits, *part;
   int32_t *meta_d, *meta_h;  // device and pinned host copies of the token facts
   float *logits_h;           // pinned staging for the logits copied back
+  cu_topk topk;              // top-k of the logits rows on the device (decode)
   size_t meta_ints, bt_cap;
   cu_meta meta;
   int qdim, kvdim, use_graphs;
@@ -285,6 +288,8 @@ static int cuda_prepare(wk_backend *b, const wk_model *m, const wk_backend_param
   s->meta_d = (int32_t *)(s->ws + meta_off);
   CK(cudaMallocHost((void **)&s->meta_h, s->meta_ints * sizeof(int32_t)));
   CK(cudaMallocHost((void **)&s->logits_h, L * m->vocab * sizeof(float)));
+  if ((st = cu_topk_init(&s->topk, (int)(L < 16 ? L : 16), m->vocab, err))) return st;
+  s->ws_bytes += s->topk.bytes;
   int32_t *md = s->meta_d;
   s->meta.tok = md, s->meta.pos = md + T, s->meta.slot = md + 2 * T, s->meta.tseq = md + 3 * T;
   s->meta.lrow = md + 4 * T, s->meta.bt_off = md + 4 * T + L;
@@ -431,8 +436,8 @@ static int pack_batch(cu_state *s, const wk_batch *bt, wk_error *err) {
   return WICK_OK;
 }
 
-static int cuda_forward(wk_backend *b, const wk_batch *bt, float *logits, wk_error *err) {
-  cu_state *s = (cu_state *)b->ctx;
+// Queues the whole batch on the stream; the logits rows end in s->logits.
+static int run_batch(cu_state *s, const wk_batch *bt, wk_error *err) {
   int st = pack_batch(s, bt, err);
   if (st) return st;
   CK(cudaMemcpyAsync(s->meta_d, s->meta_h, s->meta_ints * sizeof(int32_t), cudaMemcpyHostToDevice,
@@ -455,10 +460,32 @@ static int cuda_forward(wk_backend *b, const wk_batch *bt, float *logits, wk_err
   } else {
     if ((st = run_layers(s, n, nl, 1 << lg, err))) return st;
   }
+  return WICK_OK;
+}
+
+static int cuda_forward(wk_backend *b, const wk_batch *bt, float *logits, wk_error *err) {
+  cu_state *s = (cu_state *)b->ctx;
+  int st = run_batch(s, bt, err), nl = bt->n_logits;
+  if (st) return st;
   size_t lbytes = (size_t)nl * s->m->vocab * sizeof(float);
   if (nl > 0) CK(cudaMemcpyAsync(s->logits_h, s->logits, lbytes, cudaMemcpyDeviceToHost, s->c.st));
   CK(cudaStreamSynchronize(s->c.st));
   if (nl > 0) memcpy(logits, s->logits_h, lbytes);
+  return WICK_OK;
+}
+
+static int cuda_forward_topk(wk_backend *b, const wk_batch *bt, int k, int32_t *ids, float *vals,
+                             wk_error *err) {
+  cu_state *s = (cu_state *)b->ctx;
+  int nl = bt->n_logits;
+  if (nl < 1 || nl > s->topk.rows || k < 1 || k > CU_TOPK_MAX || k > s->m->vocab)
+    return cu_fail(err, WICK_ERR_UNSUPPORTED, "cuda: no device top-%d for %d rows", k, nl);
+  int st = run_batch(s, bt, err);
+  if (st) return st;
+  if ((st = cu_topk_run(&s->c, &s->topk, s->logits, nl, k, err))) return st;
+  CK(cudaStreamSynchronize(s->c.st));
+  memcpy(ids, s->topk.ids_h, (size_t)nl * k * sizeof(int32_t));
+  memcpy(vals, s->topk.vals_h, (size_t)nl * k * sizeof(float));
   return WICK_OK;
 }
 
@@ -502,6 +529,7 @@ static void cuda_destroy(wk_backend *b) {
     cudaFree(s->ws);
     if (s->meta_h) cudaFreeHost(s->meta_h);
     if (s->logits_h) cudaFreeHost(s->logits_h);
+    cu_topk_free(&s->topk);
     wk_free(s->layers);
     wk_free(s);
   }
@@ -520,6 +548,7 @@ extern "C" wk_backend *backend_cuda_create(void) {
   b->ctx = s;
   b->prepare = cuda_prepare;
   b->forward = cuda_forward;
+  b->forward_topk = cuda_forward_topk;
   b->kv_copy_blocks = cuda_kv_copy;
   b->memory = cuda_memory;
   b->destroy = cuda_destroy;
