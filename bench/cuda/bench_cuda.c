@@ -3,7 +3,7 @@
 // prefill/decode speed of a whole model through the backend contract.
 //   bench_cuda ceil
 //   bench_cuda matvec COPY_GBPS
-//   bench_cuda sweep COPY_GBPS          (block shapes of the matrix-vector kernel)
+//   bench_cuda sweep COPY_GBPS          (shapes of the streamed matrix-vector kernel)
 //   bench_cuda mvone TYPE               (one plain launch per shape, for ncu)
 //   bench_cuda model FILE [prefill_tokens [chunk [decode_steps]]]
 // Lines starting "RESULT" are for scripts; the rest is a readable table.
@@ -46,47 +46,6 @@ static void quant_fn(void *ctx, int ith, int nth) {
   wk_free(row);
 }
 
-static int bench_matvec(double copy_gbps) {
-  static const int types[] = {WK_F32,  WK_F16,  WK_BF16, WK_Q4_0, WK_Q4_1,     WK_Q5_0,    WK_Q5_1,
-                              WK_Q8_0, WK_Q4_K, WK_Q5_K, WK_Q6_K, WK_FP8_E4M3, WK_FP8_E5M2};
-  const int64_t A = 4096, B = 14336;
-  wk_pool *pool = wk_pool_create((int)sysconf(_SC_NPROCESSORS_ONLN));
-  printf("%-9s %18s %8s %8s %6s   %18s %8s %8s %6s\n", "type", "4096x14336 (rows x cols)", "us", "GB/s",
-         "%bw", "14336x4096", "us", "GB/s", "%bw");
-  for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
-    int t = types[i];
-    size_t bytes = wk_row_size(t, B) * A;  // same bytes either shape
-    uint8_t *w = wk_malloc(bytes);
-    qjob j = {t, A, B, w};
-    wk_pool_run(pool, quant_fn, &j);
-    // Quantized types: the int8-activation kernel (default) and, for
-    // comparison, the f32-activation one (f32x).
-    int quant = t != WK_F32 && t != WK_F16 && t != WK_BF16 && t != WK_FP8_E4M3 && t != WK_FP8_E5M2;
-    for (int f32x = 0; f32x <= quant; f32x++) {
-      double us[2];
-      wk_error err = {{0}};
-      for (int s = 0; s < 2; s++) {
-        int rows = s == 0 ? (int)A : (int)B, cols = s == 0 ? (int)B : (int)A;
-        if (cuda_bench_matvec(t, w, rows, cols, 200, f32x, &us[s], &err) != WICK_OK) {
-          printf("FAIL: %s\n", err.msg);
-          return 1;
-        }
-      }
-      double g0 = bytes / us[0] / 1e3, g1 = bytes / us[1] / 1e3;
-      char name[32];
-      snprintf(name, sizeof name, "%s%s", wk_type_get(t)->name, f32x ? "/f32x" : "");
-      printf("%-14s %13.1f MB %8.1f %8.0f %5.0f%%   %15.1f MB %8.1f %8.0f %5.0f%%\n", name,
-             bytes / 1e6, us[0], g0, 100 * g0 / copy_gbps, bytes / 1e6, us[1], g1,
-             100 * g1 / copy_gbps);
-      printf("RESULT matvec %s %.1f %.1f %.1f %.1f\n", name, us[0], g0, us[1], g1);
-      fflush(stdout);
-    }
-    wk_free(w);
-  }
-  wk_pool_destroy(pool);
-  return 0;
-}
-
 static uint8_t *make_weights(wk_pool *pool, int t, int64_t rows, int64_t cols) {
   uint8_t *w = wk_malloc(wk_row_size(t, cols) * rows);
   qjob j = {t, rows, cols, w};
@@ -94,41 +53,90 @@ static uint8_t *make_weights(wk_pool *pool, int t, int64_t rows, int64_t cols) {
   return w;
 }
 
-static int bench_sweep(double copy_gbps) {
-  static const int types[] = {WK_F16, WK_Q4_K, WK_Q6_K, WK_Q8_0, WK_FP8_E4M3};
-  static const int cfg[][2] = {{1, 64}, {2, 64}, {4, 64}, {1, 128}, {2, 128}, {4, 128}, {8, 128},
-                               {2, 256}, {4, 256}, {8, 256}};
-  // The int8-activation kernel's shapes (SWEEP_Q8_CFGS in cuda_test.cu).
-  static const int cfg8[][2] = {{2, 64}, {4, 64}, {8, 64}, {16, 64}, {2, 128}, {4, 128}, {8, 128},
-                                {4, 256}};
+// Times cfg[0..n) at both shapes (4096 x 14336, 14336 x 4096): us[2 i + s].
+static int time_cfgs(int t, const uint8_t *w, const cuda_mv_cfg *cfg, int n, int iters, double *us) {
+  const int A = 4096, B = 14336;
+  double tmp[32];
+  wk_error err = {{0}};
+  for (int s = 0; s < 2; s++) {
+    if (cuda_bench_matvec(t, w, s ? B : A, s ? A : B, iters, cfg, n, tmp, &err) != WICK_OK) {
+      printf("FAIL: %s\n", err.msg);
+      return 1;
+    }
+    for (int i = 0; i < n; i++) us[2 * i + s] = tmp[i];
+  }
+  return 0;
+}
+
+static int bench_matvec(double copy_gbps) {
+  static const int types[] = {WK_F32,  WK_F16,  WK_BF16, WK_Q4_0, WK_Q4_1,     WK_Q5_0,    WK_Q5_1,
+                              WK_Q8_0, WK_Q4_K, WK_Q5_K, WK_Q6_K, WK_FP8_E4M3, WK_FP8_E5M2};
+  // The default kernels (int8 x, v5, for the quantized types; v4 for the
+  // others), f32 x (v4; quantized types), the streamed kernel, and the same
+  // with programmatic dependent launch between the timed launches.
+  static const cuda_mv_cfg cfg[] = {{0, 0, 0, 0, 0}, {1, 0, 0, 0, 0}, {2, 0, 0, 0, 0}, {2, 1, 0, 0, 0}};
+  static const char *cname[] = {"", "/f32x", "/stream", "/stream+pdl"};
   const int64_t A = 4096, B = 14336;
   wk_pool *pool = wk_pool_create((int)sysconf(_SC_NPROCESSORS_ONLN));
-  printf("sweep: %% of copy bandwidth, shapes 4096x14336 / 14336x4096, by (rows a block, threads)\n%-9s", "type");
-  for (size_t c = 0; c < sizeof cfg / sizeof cfg[0]; c++) printf("  R%d/NT%-3d  ", cfg[c][0], cfg[c][1]);
+  printf("%-14s %18s %8s %8s %6s   %18s %8s %8s %6s\n", "type", "4096x14336 (rows x cols)", "us", "GB/s",
+         "%bw", "14336x4096", "us", "GB/s", "%bw");
+  for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+    int t = types[i];
+    size_t bytes = wk_row_size(t, B) * A;  // same bytes either shape
+    uint8_t *w = make_weights(pool, t, A, B);
+    int quant = t != WK_F32 && t != WK_F16 && t != WK_BF16 && t != WK_FP8_E4M3 && t != WK_FP8_E5M2;
+    double us[8];
+    if (time_cfgs(t, w, cfg, 4, 200, us)) return 1;
+    for (int c = 0; c < 4; c++) {
+      if (c == 1 && !quant) continue;
+      double g0 = bytes / us[2 * c] / 1e3, g1 = bytes / us[2 * c + 1] / 1e3;
+      char name[32];
+      snprintf(name, sizeof name, "%s%s", wk_type_get(t)->name, cname[c]);
+      printf("%-14s %13.1f MB %8.1f %8.0f %5.0f%%   %15.1f MB %8.1f %8.0f %5.0f%%\n", name,
+             bytes / 1e6, us[2 * c], g0, 100 * g0 / copy_gbps, bytes / 1e6, us[2 * c + 1], g1,
+             100 * g1 / copy_gbps);
+      printf("RESULT matvec %s %.1f %.1f %.1f %.1f\n", name, us[2 * c], g0, us[2 * c + 1], g1);
+    }
+    fflush(stdout);
+    wk_free(w);
+  }
+  wk_pool_destroy(pool);
+  return 0;
+}
+
+// The streamed kernel's (threads, rows a warp) shapes and (chunk bytes,
+// stages), without programmatic dependent launch.
+static int bench_sweep(double copy_gbps) {
+  static const int types[] = {WK_F16, WK_Q4_K, WK_Q6_K, WK_Q8_0, WK_FP8_E4M3};
+  static const char *shape[] = {"256/2", "256/1", "128/4"};
+  static const int opt[][2] = {{1024, 4}, {2048, 3}, {4096, 3}, {4096, 2}, {8192, 2}};
+  enum { NS = 3, NO = 5 };
+  const int64_t A = 4096, B = 14336;
+  wk_pool *pool = wk_pool_create((int)sysconf(_SC_NPROCESSORS_ONLN));
+  printf("sweep: %% of copy bandwidth, 4096x14336 / 14336x4096, by threads/rows a warp (rows) and "
+         "chunk bytes x stages (columns)\n%-15s", "type shape");
+  for (int o = 0; o < NO; o++) printf("   %4dx%d  ", opt[o][0], opt[o][1]);
   printf("\n");
   for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
     int t = types[i];
-    uint8_t *w = make_weights(pool, t, A, B);
     size_t bytes = wk_row_size(t, B) * A;
-    int quant = t == WK_Q4_K || t == WK_Q6_K || t == WK_Q8_0;
-    for (int q8 = 0; q8 <= quant; q8++) {
-      printf("%-9s%s", wk_type_get(t)->name, q8 ? " int8 x:" : "");
-      size_t nc = q8 ? sizeof cfg8 / sizeof cfg8[0] : sizeof cfg / sizeof cfg[0];
-      for (size_t c = 0; c < nc; c++) {
-        int R = q8 ? cfg8[c][0] : cfg[c][0], NT = q8 ? cfg8[c][1] : cfg[c][1];
-        double us[2];
-        wk_error err = {{0}};
-        for (int sh = 0; sh < 2; sh++)
-          if (cuda_bench_matvec_cfg(t, w, sh ? (int)B : (int)A, sh ? (int)A : (int)B, 100, R, NT,
-                                    q8, &us[sh], &err)) {
-            printf("FAIL: %s\n", err.msg);
-            return 1;
-          }
-        printf("  R%d/NT%d %4.0f/%-4.0f", R, NT, 100 * bytes / us[0] / 1e3 / copy_gbps,
-               100 * bytes / us[1] / 1e3 / copy_gbps);
-        fflush(stdout);
+    uint8_t *w = make_weights(pool, t, A, B);
+    for (int sh = 0; sh < NS; sh++) {
+      cuda_mv_cfg cfg[NO];
+      double us[2 * NO];
+      for (int o = 0; o < NO; o++) cfg[o] = (cuda_mv_cfg){2, 0, sh, opt[o][0], opt[o][1]};
+      if (time_cfgs(t, w, cfg, NO, 100, us)) return 1;
+      printf("%-9s %-5s", wk_type_get(t)->name, shape[sh]);
+      for (int o = 0; o < NO; o++) {
+        if (us[2 * o] <= 0 || us[2 * o + 1] <= 0) {
+          printf("   %4s/%-4s", "-", "-");
+          continue;
+        }
+        printf("   %4.0f/%-4.0f", 100 * bytes / us[2 * o] / 1e3 / copy_gbps,
+               100 * bytes / us[2 * o + 1] / 1e3 / copy_gbps);
       }
       printf("\n");
+      fflush(stdout);
     }
     wk_free(w);
   }
@@ -227,22 +235,28 @@ static int bench_model(const char *path, int n_prefill, int chunk, int n_decode)
       printf("RESULT prefill %d %.4f %.1f %.2f\n", p0, tp, p0 / tp, fl / tp / 1e12);
     }
     int tok = argmax(lg, m.vocab);
+    // Greedy steps as a session runs them: the device's argmax (forward_topk,
+    // k = 1) unless WICK_BENCH_TOPK=0 (whole row copied back, argmax here).
+    const char *tk = getenv("WICK_BENCH_TOPK");
+    int use_topk = b->forward_topk && !(tk && !strcmp(tk, "0"));
     for (int g = 0; g <= n_decode; g++) {
       double ts = wk_now();
       wk_seq s = {blocks, nb, past, 1, 0};
       wk_batch bt = {&tok, 1, &s, 1, &at0, 1};
-      if (b->forward(b, &bt, lg, &err)) {
+      float top;
+      int rc = use_topk ? b->forward_topk(b, &bt, 1, &tok, &top, &err) : b->forward(b, &bt, lg, &err);
+      if (rc) {
         printf("FAIL: decode: %s\n", err.msg);
         return 1;
       }
-      tok = argmax(lg, m.vocab);
+      if (!use_topk) tok = argmax(lg, m.vocab);
       dt[g] = wk_now() - ts;
       past++;
     }
     qsort(dt + 1, n_decode, sizeof(double), cmp_d);  // dt[0] captures the graph
     double med = dt[1 + n_decode / 2];
-    printf("decode at context %d: median %.3f ms/token = %.1f tok/s (first step %.1f ms)\n", p0, med * 1e3,
-           1.0 / med, dt[0] * 1e3);
+    printf("decode at context %d (%s): median %.3f ms/token = %.1f tok/s (first step %.1f ms)\n", p0,
+           use_topk ? "device argmax" : "whole logits, host argmax", med * 1e3, 1.0 / med, dt[0] * 1e3);
     printf("RESULT decode %d %.4f %.1f\n", p0, med * 1e3, 1.0 / med);
   }
   b->destroy(b);

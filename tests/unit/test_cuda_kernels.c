@@ -42,12 +42,18 @@ static float nrand(void) {
 static const int k_types[] = {WK_F32,  WK_F16,  WK_BF16, WK_Q4_0, WK_Q4_1,     WK_Q5_0,    WK_Q5_1,
                               WK_Q8_0, WK_Q4_K, WK_Q5_K, WK_Q6_K, WK_FP8_E4M3, WK_FP8_E5M2};
 
-// Types whose matrix-vector kernel rounds x to int8 per 32 values (path 0
-// and 2; path 3 keeps x in f32).
+// Types whose matrix-vector kernel rounds x to int8 per 32 values (paths 0,
+// 2 and 4; paths 1 and 3 keep x in f32 or f16).
 static int int8_x(int type, int path) {
   if (path == 1 || path == 3) return 0;
   return type == WK_Q4_0 || type == WK_Q4_1 || type == WK_Q5_0 || type == WK_Q5_1 ||
          type == WK_Q8_0 || type == WK_Q4_K || type == WK_Q5_K || type == WK_Q6_K;
+}
+
+// c rounded up to a whole number of the type's blocks.
+static int fit_cols(int type, int c) {
+  int b = wk_type_get(type)->block;
+  return (c + b - 1) / b * b;
 }
 
 static void test_matmul(int type, int rows, int cols, int n, int path) {
@@ -111,14 +117,14 @@ static void test_matmul(int type, int rows, int cols, int n, int path) {
   wk_free(w), wk_free(row), wk_free(x), wk_free(y), wk_free(deq);
 }
 
-// A quantized row times x in f64 (ref), sum |w x| (mag) and the int8 bound
-// of the matrix-vector kernel (see test_matmul).
+// A quantized row times x in f64 (ref), sum |w x| (mag) and the error bound
+// of the matrix-vector kernel (see test_matmul; f32 x: 2e-5 of mag).
 static void row_ref(int type, const uint8_t *w, const float *x, int cols, float *deq, double *ref,
                     double *mag, double *bound) {
   WK_ASSERT(wk_dequantize_row(type, w, deq, cols) == WICK_OK);
   double r = 0, m = 0, b = 0;
   for (int c = 0; c < cols; c++) r += (double)deq[c] * x[c], m += fabs((double)deq[c] * x[c]);
-  for (int g = 0; g < cols / 32; g++) {
+  for (int g = 0; int8_x(type, 0) && g < cols / 32; g++) {
     double am = 0, sw = 0;
     for (int l = 0; l < 32; l++) {
       if (fabs(x[32 * g + l]) > am) am = fabs(x[32 * g + l]);
@@ -137,7 +143,7 @@ static double act_f64(double x, int act) {
 // The fused gate/up kernel against act(g) * u from f64 dot products: the
 // error may reach |act'(g)| * bound_g * |u| + |act(g)| * bound_u (|act'| <=
 // 1.13 for SiLU and GELU-tanh), plus f32 rounding of the activation.
-static void test_glu(int type, int rows, int cols, int n, int act) {
+static void test_glu(int type, int rows, int cols, int n, int act, int path) {
   const char *name = wk_type_get(type)->name;
   size_t rb = wk_row_size(type, cols);
   uint8_t *wg = wk_malloc(rb * rows), *wu = wk_malloc(rb * rows);
@@ -149,7 +155,7 @@ static void test_glu(int type, int rows, int cols, int n, int act) {
   }
   for (int i = 0; i < n * cols; i++) x[i] = nrand();
   wk_error err = {{0}};
-  int st = cuda_test_matvec_glu(type, wg, wu, rows, cols, x, n, act, y, &err);
+  int st = cuda_test_matvec_glu(type, wg, wu, rows, cols, x, n, act, path, y, &err);
   CHECK(st == WICK_OK, "glu %s: %s", name, err.msg);
   double worst = 0;
   for (int r = 0; r < rows && st == WICK_OK; r++)
@@ -163,11 +169,57 @@ static void test_glu(int type, int rows, int cols, int n, int act) {
       double e = fabs(y[(size_t)t * rows + r] - ref) / bound;
       if (!(e <= worst)) worst = isnan(e) ? INFINITY : e;
     }
-  CHECK(worst <= 1.0, "glu %s %dx%d n=%d act %d: error %.3g of the bound", name, rows, cols, n, act,
-        worst);
-  printf("glu    %-9s %5dx%-5d n=%d act %d: max error %.2f of the int8 bound\n", name, rows, cols,
-         n, act, worst);
+  CHECK(worst <= 1.0, "glu %s %dx%d n=%d act %d path %d: error %.3g of the bound", name, rows, cols,
+        n, act, path, worst);
+  printf("glu    %-9s %5dx%-5d n=%d act %d path %d: max error %.2f of the bound\n", name, rows,
+         cols, n, act, path, worst);
   wk_free(wg), wk_free(wu), wk_free(row), wk_free(x), wk_free(y), wk_free(deq);
+}
+
+// y = W (W x) by two dependent launches (programmatic dependent launch;
+// f32 x, so the float types): the second product's error is its own
+// f32 rounding plus |W| times the first one's.
+static void test_chain(int type, int dim, int n) {
+  const char *name = wk_type_get(type)->name;
+  size_t rb = wk_row_size(type, dim);
+  uint8_t *w = wk_malloc(rb * dim);
+  float *deq = wk_malloc(sizeof(float) * dim * dim), *x = wk_malloc(sizeof(float) * n * dim);
+  float *y = wk_malloc(sizeof(float) * n * dim);
+  double *z = wk_malloc(sizeof(double) * dim), *zm = wk_malloc(sizeof(double) * dim);
+  for (int r = 0; r < dim; r++) {
+    for (int c = 0; c < dim; c++) deq[(size_t)r * dim + c] = (float)(nrand() / sqrt(dim));
+    WK_ASSERT(wk_quantize_row(type, deq + (size_t)r * dim, w + rb * r, dim) == WICK_OK);
+  }
+  for (int r = 0; r < dim; r++)
+    WK_ASSERT(wk_dequantize_row(type, w + rb * r, deq + (size_t)r * dim, dim) == WICK_OK);
+  for (int i = 0; i < n * dim; i++) x[i] = nrand();
+  wk_error err = {{0}};
+  int st = cuda_test_matmul(type, w, dim, dim, x, n, y, 5, &err);
+  CHECK(st == WICK_OK, "chain %s: %s", name, err.msg);
+  double worst = 0;
+  for (int t = 0; t < n && st == WICK_OK; t++) {
+    const float *xt = x + (size_t)t * dim;
+    for (int r = 0; r < dim; r++) {
+      double a = 0, m = 0;
+      for (int c = 0; c < dim; c++) {
+        double p = (double)deq[(size_t)r * dim + c] * xt[c];
+        a += p, m += fabs(p);
+      }
+      z[r] = a, zm[r] = m;
+    }
+    for (int r = 0; r < dim; r++) {
+      double a = 0, m = 0;
+      for (int c = 0; c < dim; c++) {
+        double wv = deq[(size_t)r * dim + c];
+        a += wv * z[c], m += fabs(wv * z[c]) + fabs(wv) * zm[c];
+      }
+      double e = fabs(y[(size_t)t * dim + r] - a) / (4e-5 * m + 1e-12);
+      if (!(e <= worst)) worst = isnan(e) ? INFINITY : e;
+    }
+  }
+  CHECK(worst <= 1.0, "chain %s %d n=%d: error %.3g of the bound", name, dim, n, worst);
+  printf("chain  %-9s %5dx%-5d n=%d: max error %.2f of the bound\n", name, dim, dim, n, worst);
+  wk_free(w), wk_free(deq), wk_free(x), wk_free(y), wk_free(z), wk_free(zm);
 }
 
 static void test_embed(int type, int rows, int cols) {
@@ -200,39 +252,53 @@ static void test_embed(int type, int rows, int cols) {
 
 static float f16r(float v) { return wk_f16_to_f32(wk_f32_to_f16(v)); }
 
+// kernel 0: the split kernel (max error 2e-4); 1: the flash kernel, f16 Q
+// and P on the tensor cores (2e-3 of max(1, max |ref|)), configuration
+// `variant` (-1 the default). n_seqs sequences of n_ctx keys with n_new new
+// tokens each share the batch.
 static void test_attention(int nh, int nkv, int hd, int n_ctx, int n_new, int window,
-                           float softcap, int splits) {
-  const int bs = 16, nb = (n_ctx + bs - 1) / bs, pool = nb + 5;
-  int32_t *blocks = wk_malloc(sizeof(int32_t) * nb);
+                           float softcap, int splits, int kernel, int n_seqs, int variant) {
+  const int bs = 16, nb = (n_ctx + bs - 1) / bs, pool = n_seqs * nb + 5;
+  int32_t *blocks = wk_malloc(sizeof(int32_t) * n_seqs * nb);
   int32_t *perm = wk_malloc(sizeof(int32_t) * pool);  // a random choice of distinct blocks
   for (int i = 0; i < pool; i++) perm[i] = i;
   for (int i = pool - 1; i > 0; i--) {
     int j = (int)(urand() * (i + 1)), tmp = perm[i];
     perm[i] = perm[j], perm[j] = tmp;
   }
-  for (int i = 0; i < nb; i++) blocks[i] = perm[i];
+  for (int i = 0; i < n_seqs * nb; i++) blocks[i] = perm[i];
   wk_free(perm);
-  size_t qn = (size_t)n_new * nh * hd, kn = (size_t)n_ctx * nkv * hd;
+  int n = n_seqs * n_new;
+  size_t qn = (size_t)n * nh * hd, kn = (size_t)n_seqs * n_ctx * nkv * hd;
   float *q = wk_malloc(4 * qn), *k = wk_malloc(4 * kn), *v = wk_malloc(4 * kn);
   float *out = wk_malloc(4 * qn);
   double *sc = wk_malloc(sizeof(double) * n_ctx);
   for (size_t i = 0; i < qn; i++) q[i] = nrand();
   for (size_t i = 0; i < kn; i++) k[i] = nrand(), v[i] = nrand();
   float scale = 1.0f / sqrtf((float)hd);
-  cuda_test_attn a = {nh, nkv, hd, n_ctx, n_new, window, bs, pool, splits, scale, softcap, blocks};
+  cuda_test_attn a = {nh,    nkv,     hd,     n_ctx,  n_new,  window, bs, pool, splits,
+                      scale, softcap, blocks, n_seqs, kernel, variant};
   wk_error err = {{0}};
   int st = cuda_test_attention(&a, q, k, v, out, &err);
   CHECK(st == WICK_OK, "attention: %s", err.msg);
-  double worst = 0;
-  for (int t = 0; t < n_new && st == WICK_OK; t++) {
-    int p = n_ctx - n_new + t, lo = window > 0 && p - window + 1 > 0 ? p - window + 1 : 0;
+  double worst = 0, big = 1;
+  // The reference runs on every stride-th token (and the last) to bound its
+  // cost; every output must still be written (finite).
+  int stride = 1 + (int)((double)n * nh * n_ctx * hd / 4e8);
+  for (size_t i = 0; i < qn; i++)
+    if (!isfinite(out[i])) worst = INFINITY;
+  for (int t = 0; t < n && st == WICK_OK; t++) {
+    if (t % stride && t != n - 1) continue;
+    int p = n_ctx - n_new + t % n_new, lo = window > 0 && p - window + 1 > 0 ? p - window + 1 : 0;
+    const float *ks = k + (size_t)(t / n_new) * n_ctx * nkv * hd;
+    const float *vs = v + (size_t)(t / n_new) * n_ctx * nkv * hd;
     for (int h = 0; h < nh; h++) {
       int kvh = h / (nh / nkv);
       const float *qh = q + ((size_t)t * nh + h) * hd;
       double mx = -INFINITY, sum = 0;
       for (int j = lo; j <= p; j++) {
         double s = 0;
-        for (int d = 0; d < hd; d++) s += (double)qh[d] * f16r(k[((size_t)j * nkv + kvh) * hd + d]);
+        for (int d = 0; d < hd; d++) s += (double)qh[d] * f16r(ks[((size_t)j * nkv + kvh) * hd + d]);
         s *= scale;
         if (softcap > 0) s = softcap * tanh(s / softcap);
         sc[j] = s;
@@ -241,17 +307,22 @@ static void test_attention(int nh, int nkv, int hd, int n_ctx, int n_new, int wi
       for (int j = lo; j <= p; j++) sc[j] = exp(sc[j] - mx), sum += sc[j];
       for (int d = 0; d < hd; d++) {
         double o = 0;
-        for (int j = lo; j <= p; j++) o += sc[j] * f16r(v[((size_t)j * nkv + kvh) * hd + d]);
+        for (int j = lo; j <= p; j++) o += sc[j] * f16r(vs[((size_t)j * nkv + kvh) * hd + d]);
         o /= sum;
+        if (fabs(o) > big) big = fabs(o);
         double e = fabs(out[((size_t)t * nh + h) * hd + d] - o);
         if (!(e <= worst)) worst = isnan(e) ? INFINITY : e;
       }
     }
   }
-  CHECK(worst < 2e-4, "attention heads %d/%d hd %d ctx %d new %d window %d cap %g splits %d: "
-        "max error %.3g", nh, nkv, hd, n_ctx, n_new, window, softcap, splits, worst);
-  printf("attention heads %d/%d hd %3d ctx %4d new %3d window %3d cap %4g splits %2d: max error %.2e\n",
-         nh, nkv, hd, n_ctx, n_new, window, softcap, splits, worst);
+  double tol = kernel == 1 ? 2e-3 * big : 2e-4;
+  const char *name = kernel == 1 ? "flash" : "split";
+  CHECK(worst < tol, "attention %s heads %d/%d hd %d ctx %d new %d seqs %d window %d cap %g splits %d "
+        "variant %d max error %.3g", name, nh, nkv, hd, n_ctx, n_new, n_seqs, window, softcap, splits,
+        variant, worst);
+  printf("attention %s heads %2d/%d hd %3d ctx %4d new %4d seqs %d window %3d cap %4g splits %2d "
+         "variant %2d: max error %.2e\n", name, nh, nkv, hd, n_ctx, n_new, n_seqs, window, softcap,
+         splits, variant, worst);
   wk_free(blocks), wk_free(q), wk_free(k), wk_free(v), wk_free(out), wk_free(sc);
 }
 #endif
@@ -272,14 +343,50 @@ int main(void) {
     test_matmul(t, 200, 512, 9, 1);
     test_matmul(t, 101, 512, 1, 2);
     test_matmul(t, 67, 768, 2, 3);
-    if (int8_x(t, 0)) test_glu(t, 45, 512, t == WK_Q4_K ? 3 : 1, t == WK_Q6_K);
+    // The streamed kernel (path 4), and the new shapes on the default path:
+    // rows off the 16-row tile and the 8-row gate/up tiles, several chunks a
+    // row (k up to 14336), rows at 2- and 4-byte aligned starts (800
+    // columns: Q8_0 rows of 850 bytes; 384: FP8 rows of 396), more tiles
+    // than resident blocks (several tiles a block), several tokens.
+    test_matmul(t, 45, 768, 1, 4);
+    test_matmul(t, 37, 14336, 1, 4);
+    test_matmul(t, 19, fit_cols(t, 800), 2, 4);
+    test_matmul(t, 23, fit_cols(t, 384), 1, 4);
+    test_matmul(t, 17000, 256, 1, 4);
+    test_matmul(t, 6000, 256, 3, 4);
+    test_matmul(t, 37, 14336, 1, 0);
+    test_matmul(t, 19, fit_cols(t, 800), 2, 0);
+    test_matmul(t, 29, 4096, 4, 3);
+    if (int8_x(t, 0)) test_glu(t, 45, 512, t == WK_Q4_K ? 3 : 1, t == WK_Q6_K, 0);
+    test_glu(t, 45, 512, t == WK_Q4_K ? 3 : 1, t == WK_Q6_K, 4);
+    test_glu(t, 9000, 256, 1, 0, 4);
+    if (!int8_x(t, 0)) test_chain(t, 512, 2);
     test_embed(t, 50, 512);
   }
-  test_attention(8, 2, 64, 300, 1, 0, 0.0f, 8);
-  test_attention(8, 2, 64, 300, 1, 0, 0.0f, 1);
-  test_attention(4, 4, 128, 77, 77, 0, 0.0f, 1);
-  test_attention(4, 1, 256, 700, 5, 128, 50.0f, 4);
-  test_attention(6, 3, 128, 1000, 20, 0, 0.0f, 3);
+  test_attention(8, 2, 64, 300, 1, 0, 0.0f, 8, 0, 1, -1);
+  test_attention(8, 2, 64, 300, 1, 0, 0.0f, 1, 0, 1, -1);
+  test_attention(4, 4, 128, 77, 77, 0, 0.0f, 1, 0, 1, -1);
+  test_attention(4, 1, 256, 700, 5, 128, 50.0f, 4, 0, 1, -1);
+  test_attention(6, 3, 128, 1000, 20, 0, 0.0f, 3, 0, 1, -1);
+  // The flash kernel: whole prompts, new tokens after cached ones, lengths
+  // off the tile, GQA 32/8, 4/1, 9/3 and none, window, soft-cap, sequences
+  // sharing a tile.
+  test_attention(32, 8, 128, 64, 64, 0, 0.0f, 1, 1, 1, -1);
+  test_attention(32, 8, 128, 1024, 1024, 0, 0.0f, 1, 1, 1, -1);
+  test_attention(32, 8, 128, 1000, 333, 0, 0.0f, 1, 1, 1, -1);
+  test_attention(4, 1, 256, 700, 300, 128, 50.0f, 1, 1, 1, -1);
+  test_attention(8, 2, 256, 513, 513, 0, 0.0f, 1, 1, 1, -1);
+  test_attention(9, 3, 64, 401, 77, 0, 0.0f, 1, 1, 1, -1);
+  test_attention(4, 4, 64, 200, 150, 50, 30.0f, 1, 1, 1, -1);
+  test_attention(8, 2, 128, 150, 45, 0, 0.0f, 1, 1, 3, -1);
+  test_attention(4, 1, 128, 300, 100, 64, 0.0f, 1, 1, 2, -1);
+  test_attention(6, 3, 128, 1000, 20, 0, 0.0f, 1, 1, 1, -1);
+  for (int var = 1; var < 6; var++) {  // the other configurations the benchmark times
+    test_attention(8, 2, 128, 700, 301, 0, 0.0f, 1, 1, 1, var);
+    test_attention(8, 2, 128, 150, 45, 0, 0.0f, 1, 1, 3, var);
+  }
+  test_attention(8, 2, 64, 300, 130, 0, 0.0f, 1, 1, 1, 1);
+  test_attention(4, 1, 256, 700, 300, 128, 50.0f, 1, 1, 1, 1);
   if (g_fail) {
     printf("%d checks failed\n", g_fail);
     return 1;

@@ -2,7 +2,11 @@
 // prefill (matrix-vector and GEMM paths), a batch of two sequences, and
 // greedy continuations. Per position the top-1 token must agree on >= 99%
 // of positions and the logits' cosine be >= 0.999; greedy runs must be
-// identical. Models: the paths given as arguments, else $WICK_PARITY_MODELS
+// identical. The CUDA matrix-vector kernels round x to int8 (as the CPU fast
+// path does), so the rule for 8-bit activations applies: a position where
+// the top-1 differs at a near tie of the CPU reference (its top-1/top-2 gap
+// below 1% of the row's logit range) counts as agreeing and is reported, and
+// a greedy run may leave the reference only at such a tie. Models: the paths given as arguments, else $WICK_PARITY_MODELS
 // (space-separated), else the default models in models/ when present.
 // Without a CUDA device it prints "skipped: no CUDA device" and passes.
 #include <math.h>
@@ -22,9 +26,22 @@
 enum { BS = 16, MAXT = 64, GREEDY = 12 };
 
 typedef struct stats {
-  int positions, agree;
+  int positions, agree, ties;  // ties: differing top-1 at a near tie of the reference
   double min_cos;
 } stats;
+
+enum { TIE_PERMILLE = 10 };  // near tie: gap below 1% of the logit range
+
+// Whether row x's top-1/top-2 gap is a near tie.
+static int near_tie(const float *x, int n) {
+  float a = -INFINITY, b = -INFINITY, lo = INFINITY;
+  for (int i = 0; i < n; i++) {
+    if (x[i] > a) b = a, a = x[i];
+    else if (x[i] > b) b = x[i];
+    if (x[i] < lo) lo = x[i];
+  }
+  return (double)(a - b) < (double)(a - lo) * TIE_PERMILLE / 1000.0;
+}
 
 static int argmax(const float *x, int n) {
   int b = 0;
@@ -41,7 +58,8 @@ static void compare(stats *s, const float *a, const float *b, int rows, int voca
     double c = xy / sqrt(xx * yy + 1e-300);
     if (!(c >= s->min_cos)) s->min_cos = isnan(c) ? -2 : c;
     s->positions++;
-    s->agree += argmax(x, vocab) == argmax(y, vocab);
+    if (argmax(x, vocab) == argmax(y, vocab)) s->agree++;
+    else s->ties += near_tie(x, vocab);
   }
 }
 
@@ -94,8 +112,8 @@ static int parity(const char *path, int n_prompt) {
   for (int i = 0; i < nb_seq; i++) ba[i] = 2 * nb_seq + 2 - 2 * i, bb[i] = 2 * i + 1;
   int32_t toks[MAXT], at[MAXT];
   uint64_t rng = 0x9e3779b97f4a7c15ull ^ (uint64_t)m.vocab;
-  stats pre = {0, 0, 1.0}, dec = {0, 0, 1.0};
-  int done = 0, chunk = 3, greedy_same = 1, last_c = 1;
+  stats pre = {0, 0, 0, 1.0}, dec = {0, 0, 0, 1.0};
+  int done = 0, chunk = 3, greedy_same = 1, greedy_tie = 0, last_c = 1;
   while (done < n_prompt) {
     int c = n_prompt - done < chunk ? n_prompt - done : chunk;
     for (int i = 0; i < c; i++) {
@@ -112,8 +130,9 @@ static int parity(const char *path, int n_prompt) {
   // Greedy continuation: each backend follows its own argmax.
   int next[2];
   for (int i = 0; i < 2; i++) next[i] = argmax(p.lg[i] + (size_t)(last_c - 1) * m.vocab, m.vocab);
+  const float *prev = p.lg[0] + (size_t)(last_c - 1) * m.vocab;  // the CPU row behind next
   for (int g = 0; g < GREEDY; g++) {
-    if (next[0] != next[1]) greedy_same = 0;
+    if (greedy_same && next[0] != next[1]) greedy_same = 0, greedy_tie = near_tie(prev, m.vocab);
     for (int i = 0; i < 2; i++) {
       wk_seq s = {ba, nb_seq, done, 1, 0};
       int32_t tk = next[i], a0 = 0;
@@ -128,6 +147,7 @@ static int parity(const char *path, int n_prompt) {
     }
     if (greedy_same) compare(&dec, p.lg[0], p.lg[1], 1, m.vocab);
     for (int i = 0; i < 2; i++) next[i] = argmax(p.lg[i], m.vocab);
+    prev = p.lg[0];
     done++;
   }
   // Two sequences in one batch: A continues by one token, B starts with 7.
@@ -141,13 +161,18 @@ static int parity(const char *path, int n_prompt) {
     compare(&pre, p.lg[0], p.lg[1], 8, m.vocab);
   }
   double all_pos = pre.positions + dec.positions;
+  int ties = pre.ties + dec.ties;
   double agree = (pre.agree + dec.agree) / (all_pos > 0 ? all_pos : 1);
+  double agree_t = (pre.agree + dec.agree + ties) / (all_pos > 0 ? all_pos : 1);
   double mc = pre.min_cos < dec.min_cos ? pre.min_cos : dec.min_cos;
-  printf("%s: %d+%d positions, top-1 agree %.2f%%, min cosine %.6f, greedy %s; cpu %.2f s, cuda %.2f s\n",
-         path, pre.positions, dec.positions, 100 * agree, mc, greedy_same ? "identical" : "DIFFERS",
-         p.secs[0], p.secs[1]);
-  rc = !(agree >= 0.99 && mc >= 0.999 && greedy_same);
-  if (rc) printf("FAIL: %s: parity below the bar (top-1 >= 99%%, cosine >= 0.999, greedy identical)\n", path);
+  printf("%s: %d+%d positions, top-1 agree %.2f%% (%.2f%% counting %d near ties), min cosine %.6f, "
+         "greedy %s; cpu %.2f s, cuda %.2f s\n",
+         path, pre.positions, dec.positions, 100 * agree, 100 * agree_t, ties, mc,
+         greedy_same ? "identical" : greedy_tie ? "leaves at a near tie" : "DIFFERS", p.secs[0],
+         p.secs[1]);
+  rc = !(agree_t >= 0.99 && mc >= 0.999 && (greedy_same || greedy_tie));
+  if (rc) printf("FAIL: %s: parity below the bar (top-1 >= 99%% outside near ties, cosine >= 0.999, "
+                 "greedy identical up to a near tie)\n", path);
 done_blocks:
   wk_free(ba);
   wk_free(bb);

@@ -1,6 +1,8 @@
 // Causal attention over the paged KV cache with an online softmax: one block
-// of four warps per (query head, token, key split). With several splits,
-// partial (max, sum, acc) are merged by k_attn_combine.
+// of four warps per (query head, token, key split) on the CUDA cores (decode
+// and small batches). With several splits, partial (max, sum, acc) are merged
+// by k_attn_combine. Batches of many tokens per sequence go to the flash
+// kernel (flash_attn.cu).
 #include "backend/cuda/internal.cuh"
 
 enum { ATT_THREADS = 128 };
@@ -114,9 +116,9 @@ __global__ void k_attn_combine(int n_heads, int hd, int splits, const float *__r
   out[((size_t)t * n_heads + h) * hd + d] = L > 0.0f ? acc / L : 0.0f;
 }
 
-int cu_attention(cu_ctx *c, const cu_attn_shape *a, const cu_meta *m, int n, const float *q,
-                 const __half *kc, const __half *vc, float *out, int splits, float *part,
-                 wk_error *err) {
+int cu_attention_split(cu_ctx *c, const cu_attn_shape *a, const cu_meta *m, int n, const float *q,
+                       const __half *kc, const __half *vc, float *out, int splits, float *part,
+                       wk_error *err) {
   if (a->n_heads % a->n_kv_heads)
     return cu_fail(err, WICK_ERR_UNSUPPORTED, "cuda: %d query heads not a multiple of %d kv heads",
                    a->n_heads, a->n_kv_heads);
@@ -138,4 +140,12 @@ int cu_attention(cu_ctx *c, const cu_attn_shape *a, const cu_meta *m, int n, con
     CK_LAUNCH();
   }
   return WICK_OK;
+}
+
+int cu_attention(cu_ctx *c, const cu_attn_shape *a, const cu_meta *m, int n, int seqs,
+                 const float *q, const __half *kc, const __half *vc, float *out, int splits,
+                 float *part, wk_error *err) {
+  if (n >= ATT_FLASH_MIN_TOKENS * seqs && cu_flash_supported(a->head_dim))
+    return cu_flash_attention(c, a, m, n, q, kc, vc, out, -1, err);
+  return cu_attention_split(c, a, m, n, q, kc, vc, out, splits, part, err);
 }

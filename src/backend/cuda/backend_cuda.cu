@@ -17,12 +17,11 @@ extern "C" {
 #include "base/fp.h"
 }
 
-// 1: matrix-vector products keep x in f32 by default (the kernels measured
-// on the device); 0: quantized types use the int8-activation kernel and the
-// fused gate/up kernel by default. The int8 kernels (docs/CUDA.md, v5) have
-// not run on a GPU yet: opt in with WICK_CUDA_MATVEC=int8 until a device run
-// passes the kernel and parity tests with them.
-enum { MV_F32X_DEFAULT = 1 };
+// Matrix-vector kernels by default (MV_INT8: int8 x and fused gate/up for
+// the quantized types, the streamed kernel for Q4_K/Q6_K/Q8_0 and v5 for the
+// others; f32 x for the float types, v4: the fastest measured, docs/CUDA.md
+// v6), and whether the streamed kernel uses programmatic dependent launch.
+static const int MV_KERNEL_DEFAULT = MV_INT8, MV_PDL_DEFAULT = 1;
 static_assert((int)CU_TOPK_MAX == (int)WK_TOPK_MAX, "one top-k limit");
 enum { GRAPH_MAX_N = 4, ATT_PART_PAIRS = 1024, ATT_SPLIT_KEYS = 128, ATT_SPLIT_LOG_MAX = 5 };
 
@@ -55,6 +54,7 @@ struct cu_state {
   cu_meta meta;
   int qdim, kvdim, use_graphs;
   int max_ctx;  // longest context of the batch being run
+  int n_seqs;   // sequences of the batch being run
   cudaGraphExec_t graphs[GRAPH_MAX_N + 1][GRAPH_MAX_N + 1][ATT_SPLIT_LOG_MAX + 1];
 };
 
@@ -228,11 +228,14 @@ static int cuda_prepare(wk_backend *b, const wk_model *m, const wk_backend_param
   s->c.mv_max_tokens = GRAPH_MAX_N;
   const char *ge = getenv("WICK_CUDA_GRAPHS");
   s->use_graphs = !(ge && ge[0] == '0');
-  // WICK_CUDA_MATVEC=f32 keeps x in f32 in every matrix-vector product
-  // (the kernels before int8 activations); =int8 rounds it to int8 for the
-  // quantized types; unset: MV_F32X_DEFAULT.
-  const char *me = getenv("WICK_CUDA_MATVEC");
-  s->c.mv_f32x = me ? !strcmp(me, "f32") : MV_F32X_DEFAULT;
+  // WICK_CUDA_MATVEC=int8 | f32 (f32 x for every type, v4) | stream (the
+  // streamed kernel); WICK_CUDA_PDL=0|1 (for comparison).
+  const char *me = getenv("WICK_CUDA_MATVEC"), *pe = getenv("WICK_CUDA_PDL");
+  s->c.mv_f32x = !me                     ? MV_KERNEL_DEFAULT
+                 : !strcmp(me, "f32")    ? MV_F32X
+                 : !strcmp(me, "stream") ? MV_STREAM
+                                         : MV_INT8;
+  s->c.mv_pdl = pe ? pe[0] == '1' : MV_PDL_DEFAULT;
   // WICK_CUDA_FUSE_GLU=0: gate/up products and the gated unit as separate
   // launches even where the fused kernel applies (for comparison).
   const char *fg = getenv("WICK_CUDA_FUSE_GLU");
@@ -348,7 +351,7 @@ static int run_layers(cu_state *s, int n, int nl, int splits, wk_error *err) {
     float *qkv_out[3] = {s->q, s->k, s->v};
     RUN(matmul_group(c, qkv, qkv_out, 3, s->hb, n, err));
     RUN(cu_qkv_post(c, &a, &s->meta, n, s->q, s->k, s->v, kc, vc, err));
-    RUN(cu_attention(c, &a, &s->meta, n, s->q, kc, vc, s->att, splits, s->part, err));
+    RUN(cu_attention(c, &a, &s->meta, n, s->n_seqs, s->q, kc, vc, s->att, splits, s->part, err));
     if (C->post_attn) {
       RUN(cu_matmul(c, &C->wo, s->att, n, s->hb, 0.0f, err));
       RUN(cu_rmsnorm(c, s->hb, NULL, C->post_attn, m->norm_eps, m->dim, n, s->x, true, err));
@@ -398,6 +401,7 @@ static int pack_batch(cu_state *s, const wk_batch *bt, wk_error *err) {
   int bs = p->kv.block_size;
   for (int i = 0; i < n; i++) tseq[i] = -1;
   s->max_ctx = 0;
+  s->n_seqs = bt->n_seqs;
   for (int q = 0; q < bt->n_seqs; q++) {
     const wk_seq *sq = &bt->seqs[q];
     if (sq->n_new < 0 || sq->first < 0 || sq->first + sq->n_new > n || sq->n_past < 0 ||

@@ -8,6 +8,7 @@
 
 #include "backend/cuda/internal.cuh"
 #include "backend/cuda/matvec.cuh"
+#include "backend/cuda/mvs.cuh"
 #include "backend/cuda/quant.cuh"
 
 extern "C" {
@@ -50,14 +51,15 @@ extern "C" int cuda_test_matmul(int type, const void *w, int rows, int cols, con
   TRY(b.init(err));
   size_t rb = wk_row_size(type, cols);
   uint8_t *dw;
-  float *dx, *dy;
-  TRY(b.alloc(&dw, rb * rows, err));
+  float *dx, *dy, *dt = NULL;
+  TRY(b.alloc(&dw, rb * rows + 16, err));  // readable to the next 16-byte boundary
   TRY(b.alloc(&dx, sizeof(float) * n * cols, err));
   TRY(b.alloc(&dy, sizeof(float) * n * rows, err));
   CK(cudaMemcpy(dw, w, rb * rows, cudaMemcpyHostToDevice));
   CK(cudaMemcpy(dx, x, sizeof(float) * n * cols, cudaMemcpyHostToDevice));
   CK(cudaMemset(dy, 0xff, sizeof(float) * n * rows));  // NaN
   cu_weight cw = {dw, type, rows, cols, rb};
+  b.c.mv_max_tokens = 4;
   if (path == 1) {
     b.c.mv_max_tokens = 0;
     b.c.xh_elems = (size_t)n * cols;
@@ -72,8 +74,16 @@ extern "C" int cuda_test_matmul(int type, const void *w, int rows, int cols, con
     const cu_weight *wp[3] = {&w3[0], &w3[1], &w3[2]};
     float *yp[3] = {dy, dy + r1, dy + r2};
     TRY(cu_matvec_multi(&b.c, wp, yp, 3, dx, 1, 0.0f, err));
+  } else if (path == 5) {  // y = W (W x): two launches, the second dependent on the first
+    if (rows != cols)
+      return cu_fail(err, WICK_ERR_INVALID, "path 5 needs a square matrix (%dx%d)", rows, cols);
+    TRY(b.alloc(&dt, sizeof(float) * n * rows, err));
+    CK(cudaMemset(dt, 0xff, sizeof(float) * n * rows));
+    b.c.mv_pdl = 1, b.c.mv_f32x = MV_STREAM;
+    TRY(cu_matvec(&b.c, &cw, dx, n, dt, 0.0f, err));
+    TRY(cu_matvec(&b.c, &cw, dt, n, dy, 0.0f, err));
   } else {
-    b.c.mv_f32x = path == 3;
+    b.c.mv_f32x = path == 3 ? MV_F32X : path == 4 ? MV_STREAM : MV_INT8;
     TRY(cu_matvec(&b.c, &cw, dx, n, dy, 0.0f, err));
   }
   CK(cudaMemcpy(y, dy, sizeof(float) * n * rows, cudaMemcpyDeviceToHost));
@@ -81,15 +91,17 @@ extern "C" int cuda_test_matmul(int type, const void *w, int rows, int cols, con
 }
 
 extern "C" int cuda_test_matvec_glu(int type, const void *wg, const void *wu, int rows, int cols,
-                                    const float *x, int n, int act, float *y, wk_error *err) {
+                                    const float *x, int n, int act, int path, float *y,
+                                    wk_error *err) {
   dev_bufs b;
   TRY(b.init(err));
   b.c.mv_max_tokens = 4;
+  b.c.mv_f32x = path == 4 ? MV_STREAM : MV_INT8;
   size_t rb = wk_row_size(type, cols);
   uint8_t *dg, *du;
   float *dx, *dy;
-  TRY(b.alloc(&dg, rb * rows, err));
-  TRY(b.alloc(&du, rb * rows, err));
+  TRY(b.alloc(&dg, rb * rows + 16, err));
+  TRY(b.alloc(&du, rb * rows + 16, err));
   TRY(b.alloc(&dx, sizeof(float) * n * cols, err));
   TRY(b.alloc(&dy, sizeof(float) * n * rows, err));
   CK(cudaMemcpy(dg, wg, rb * rows, cudaMemcpyHostToDevice));
@@ -122,46 +134,68 @@ extern "C" int cuda_test_embed(int type, const void *w, int rows, int cols, cons
   return WICK_OK;
 }
 
+// The token facts of cuda_test_attn's batch (pos, tseq, bt_off, bt) on the
+// device, and the cu_attn_shape.
+static int attn_setup(dev_bufs &b, const cuda_test_attn *a, cu_meta *m, cu_attn_shape *s,
+                      wk_error *err) {
+  int ns = a->n_seqs > 0 ? a->n_seqs : 1, n = ns * a->n_new;
+  int nb = (a->n_ctx + a->block_size - 1) / a->block_size;
+  std::vector<int32_t> meta(2 * (size_t)n + ns + (size_t)ns * nb);
+  for (int t = 0; t < n; t++) meta[t] = a->n_ctx - a->n_new + t % a->n_new, meta[n + t] = t / a->n_new;
+  for (int i = 0; i < ns; i++) meta[2 * n + i] = i * nb;
+  for (int j = 0; j < ns * nb; j++) meta[2 * n + ns + j] = a->blocks[j];
+  int32_t *dm;
+  TRY(b.alloc(&dm, meta.size() * 4, err));
+  CK(cudaMemcpy(dm, meta.data(), meta.size() * 4, cudaMemcpyHostToDevice));
+  *m = {};
+  m->pos = dm, m->tseq = dm + n, m->bt_off = dm + 2 * n, m->bt = dm + 2 * n + ns;
+  *s = {};
+  s->n_heads = a->n_heads, s->n_kv_heads = a->n_kv, s->head_dim = a->hd;
+  s->block_size = a->block_size, s->scale = a->scale, s->softcap = a->softcap, s->window = a->window;
+  return WICK_OK;
+}
+
+static int attn_run(dev_bufs &b, const cuda_test_attn *a, const cu_attn_shape *s, const cu_meta *m,
+                    const float *dq, const __half *dk, const __half *dv, float *dout, float *dpart,
+                    wk_error *err) {
+  int n = (a->n_seqs > 0 ? a->n_seqs : 1) * a->n_new;
+  if (a->kernel == 1) return cu_flash_attention(&b.c, s, m, n, dq, dk, dv, dout, a->variant, err);
+  return cu_attention_split(&b.c, s, m, n, dq, dk, dv, dout, a->splits, dpart, err);
+}
+
 extern "C" int cuda_test_attention(const cuda_test_attn *a, const float *q, const float *k,
                                    const float *v, float *out, wk_error *err) {
   dev_bufs b;
   TRY(b.init(err));
+  int ns = a->n_seqs > 0 ? a->n_seqs : 1, n = ns * a->n_new;
   int nb = (a->n_ctx + a->block_size - 1) / a->block_size;
   size_t kvd = (size_t)a->n_kv * a->hd, pool = (size_t)a->n_pool * a->block_size * kvd;
   std::vector<uint16_t> hk(pool, 0x7e00), hv(pool, 0x7e00);  // NaN in unused slots
-  for (int p = 0; p < a->n_ctx; p++) {
-    size_t slot = (size_t)a->blocks[p / a->block_size] * a->block_size + p % a->block_size;
-    for (size_t i = 0; i < kvd; i++) {
-      hk[slot * kvd + i] = wk_f32_to_f16(k[p * kvd + i]);
-      hv[slot * kvd + i] = wk_f32_to_f16(v[p * kvd + i]);
+  for (int i = 0; i < ns; i++)
+    for (int p = 0; p < a->n_ctx; p++) {
+      size_t slot = (size_t)a->blocks[i * nb + p / a->block_size] * a->block_size + p % a->block_size;
+      const float *kr = k + ((size_t)i * a->n_ctx + p) * kvd, *vr = v + ((size_t)i * a->n_ctx + p) * kvd;
+      for (size_t e = 0; e < kvd; e++) {
+        hk[slot * kvd + e] = wk_f32_to_f16(kr[e]);
+        hv[slot * kvd + e] = wk_f32_to_f16(vr[e]);
+      }
     }
-  }
-  // token facts: pos, tseq, bt_off, bt
-  std::vector<int32_t> meta(3 * a->n_new + 1 + nb);
-  for (int t = 0; t < a->n_new; t++) meta[t] = a->n_ctx - a->n_new + t, meta[a->n_new + t] = 0;
-  meta[2 * a->n_new] = 0;
-  for (int j = 0; j < nb; j++) meta[2 * a->n_new + 1 + j] = a->blocks[j];
+  cu_meta m;
+  cu_attn_shape s;
+  TRY(attn_setup(b, a, &m, &s, err));
   __half *dk, *dv;
   float *dq, *dout, *dpart;
-  int32_t *dm;
-  size_t qn = (size_t)a->n_new * a->n_heads * a->hd;
+  size_t qn = (size_t)n * a->n_heads * a->hd;
   TRY(b.alloc(&dk, pool * 2, err));
   TRY(b.alloc(&dv, pool * 2, err));
   TRY(b.alloc(&dq, qn * 4, err));
   TRY(b.alloc(&dout, qn * 4, err));
-  TRY(b.alloc(&dpart, (size_t)a->n_new * a->n_heads * a->splits * (a->hd + 2) * 4, err));
-  TRY(b.alloc(&dm, meta.size() * 4, err));
+  TRY(b.alloc(&dpart, (size_t)n * a->n_heads * a->splits * (a->hd + 2) * 4, err));
   CK(cudaMemcpy(dk, hk.data(), pool * 2, cudaMemcpyHostToDevice));
   CK(cudaMemcpy(dv, hv.data(), pool * 2, cudaMemcpyHostToDevice));
   CK(cudaMemcpy(dq, q, qn * 4, cudaMemcpyHostToDevice));
-  CK(cudaMemcpy(dm, meta.data(), meta.size() * 4, cudaMemcpyHostToDevice));
   CK(cudaMemset(dout, 0xff, qn * 4));
-  cu_meta m = {};
-  m.pos = dm, m.tseq = dm + a->n_new, m.bt_off = dm + 2 * a->n_new, m.bt = dm + 2 * a->n_new + 1;
-  cu_attn_shape s = {};
-  s.n_heads = a->n_heads, s.n_kv_heads = a->n_kv, s.head_dim = a->hd;
-  s.block_size = a->block_size, s.scale = a->scale, s.softcap = a->softcap, s.window = a->window;
-  TRY(cu_attention(&b.c, &s, &m, a->n_new, dq, dk, dv, dout, a->splits, dpart, err));
+  TRY(attn_run(b, a, &s, &m, dq, dk, dv, dout, dpart, err));
   CK(cudaMemcpy(out, dout, qn * 4, cudaMemcpyDeviceToHost));
   return WICK_OK;
 }
@@ -224,7 +258,7 @@ static int bench_setup(dev_bufs &b, int type, const void *w, int rows, int cols,
   int copies = (int)std::max<size_t>(1, ((size_t)256 << 20) / wb + 1);
   dw.resize(copies);
   for (int i = 0; i < copies; i++) {
-    TRY(b.alloc(&dw[i], wb, err));
+    TRY(b.alloc(&dw[i], wb + 16, err));
     CK(cudaMemcpy(dw[i], w, wb, cudaMemcpyHostToDevice));
   }
   TRY(b.alloc(dx, sizeof(float) * cols, err));
@@ -235,73 +269,80 @@ static int bench_setup(dev_bufs &b, int type, const void *w, int rows, int cols,
   return WICK_OK;
 }
 
-extern "C" int cuda_bench_matvec(int type, const void *w, int rows, int cols, int iters, int f32x,
-                                 double *us, wk_error *err) {
-  dev_bufs b;
-  TRY(b.init(err));
-  b.c.mv_f32x = f32x;
-  std::vector<uint8_t *> dw;
-  float *dx, *dy;
-  TRY(bench_setup(b, type, w, rows, cols, dw, &dx, &dy, err));
-  size_t rb = wk_row_size(type, cols);
-  return time_graph(b, iters, [&](int i) {
-    cu_weight cw = {dw[i % dw.size()], type, rows, cols, rb};
-    return cu_matvec(&b.c, &cw, dx, 1, dy, 0.0f, err);
-  }, us, err);
-}
-
-// The shapes the sweep tries: (rows a block, threads a block).
-#define SWEEP_CFGS(X) \
-  X(1, 64) X(2, 64) X(4, 64) X(1, 128) X(2, 128) X(4, 128) X(8, 128) X(2, 256) X(4, 256) X(8, 256)
-#define SWEEP_TYPES(X) X(WK_F16) X(WK_Q4_K) X(WK_Q6_K) X(WK_Q8_0) X(WK_FP8_E4M3)
-// ... and of the int8-activation kernel (q8 = 1).
-#define SWEEP_Q8_CFGS(X) X(2, 64) X(4, 64) X(8, 64) X(2, 128) X(4, 128) X(8, 128) X(4, 256) X(16, 64)
-
-template <int T>
-static bool sweep_launch(int R, int NT, int q8, cudaStream_t st, const uint8_t *w, size_t rb,
-                         int rows, int cols, const float *x, float *y) {
+// The streamed kernel at one (threads, rows a warp) shape.
+template <int T, int NT, int RW>
+static cudaError_t bench_mvs_at(const uint8_t *w, size_t rb, int rows, int cols, const float *x,
+                                float *y, bool q8, mvs_opts o, cudaStream_t st) {
   mv_jobs js = {};
+  js.j[0] = {w, rb, rows, 0, y};
   js.n = 1;
-#define CFG_(r, nt)                                                                    \
-  if (!q8 && R == r && NT == nt) {                                                     \
-    js.j[0] = {w, rb, rows, cu_div_up(rows, r), y};                                    \
-    k_matvec<T, r, nt><<<dim3(js.j[0].nblk, 1), nt, 0, st>>>(js, cols, x, 0.0f);       \
-    return true;                                                                       \
-  }
-  SWEEP_CFGS(CFG_)
-#undef CFG_
-  if constexpr (mvq_has<T>::value) {
-#define CFG_(r, nt)                                                                    \
-  if (q8 && R == r && NT == nt) {                                                      \
-    js.j[0] = {w, rb, rows, cu_div_up(rows, r), y};                                    \
-    k_matvec_q8<T, r, nt, false><<<dim3(js.j[0].nblk, 1), nt, 0, st>>>(js, cols, x, 0.0f, 0); \
-    return true;                                                                       \
-  }
-    SWEEP_Q8_CFGS(CFG_)
-#undef CFG_
-  }
-  return false;
+  if constexpr (mvq_has<T>::value)
+    if (q8) return mvs_launch<T, NT, RW, false, true>(js, cols, x, 1, 0.0f, 0, o, st);
+  return mvs_launch<T, NT, RW, false, false>(js, cols, x, 1, 0.0f, 0, o, st);
 }
 
-extern "C" int cuda_bench_matvec_cfg(int type, const void *w, int rows, int cols, int iters, int R,
-                                     int NT, int q8, double *us, wk_error *err) {
+// Shapes 1..3 of cuda_mv_cfg, for the types the sweep covers.
+template <int T>
+static cudaError_t bench_mvs(int shape, const uint8_t *w, size_t rb, int rows, int cols,
+                             const float *x, float *y, bool q8, mvs_opts o, cudaStream_t st) {
+  constexpr bool swept = T == WK_F16 || T == WK_Q4_K || T == WK_Q6_K || T == WK_Q8_0 ||
+                         T == WK_FP8_E4M3;
+  if (shape == 0)
+    return bench_mvs_at<T, mvs_cfg<T>::NT, mvs_cfg<T>::RW>(w, rb, rows, cols, x, y, q8, o, st);
+  if constexpr (swept) {
+    if (shape == 1) return bench_mvs_at<T, 256, 1>(w, rb, rows, cols, x, y, q8, o, st);
+    if (shape == 2) return bench_mvs_at<T, 128, 4>(w, rb, rows, cols, x, y, q8, o, st);
+    if (shape == 3) return bench_mvs_at<T, 512, 2>(w, rb, rows, cols, x, y, q8, o, st);
+  }
+  return cudaErrorNotSupported;
+}
+
+static int bench_one(dev_bufs &b, int type, const uint8_t *w, size_t rb, int rows, int cols,
+                     const float *x, float *y, const cuda_mv_cfg &k, wk_error *err) {
+  if (k.mode < 2) {
+    cu_weight cw = {w, type, rows, cols, rb};
+    b.c.mv_f32x = k.mode == 0 ? MV_INT8 : MV_F32X;
+    return cu_matvec(&b.c, &cw, x, 1, y, 0.0f, err);
+  }
+  cudaError_t e = cudaErrorNotSupported;
+  mvs_opts o = {k.chunk, k.stages, k.pdl != 0};
+#define WK_CASE_(t)                                                                          \
+  case t:                                                                                    \
+    if (!o.chunk) o.chunk = mvs_cfg<t>::CHUNK;                                               \
+    if (!o.stages) o.stages = mvs_cfg<t>::STAGES;                                            \
+    e = bench_mvs<t>(k.shape, w, rb, rows, cols, x, y, k.mode == 2, o, b.c.st);              \
+    break;
+  switch (type) {
+    WK_CUDA_TYPES(WK_CASE_)
+    default: break;
+  }
+#undef WK_CASE_
+  if (e == cudaErrorNotSupported || e == cudaErrorInvalidValue)  // no kernel, or too big for an SM
+    return cu_fail(err, WICK_ERR_UNSUPPORTED, "bench: no kernel for type %d shape %d", type, k.shape);
+  CK(e);
+  CK_LAUNCH();
+  return WICK_OK;
+}
+
+extern "C" int cuda_bench_matvec(int type, const void *w, int rows, int cols, int iters,
+                                 const cuda_mv_cfg *cfg, int ncfg, double *us, wk_error *err) {
   dev_bufs b;
   TRY(b.init(err));
   std::vector<uint8_t *> dw;
   float *dx, *dy;
   TRY(bench_setup(b, type, w, rows, cols, dw, &dx, &dy, err));
   size_t rb = wk_row_size(type, cols);
-  return time_graph(b, iters, [&](int i) {
-    bool ok = false;
-    const uint8_t *wp = dw[i % dw.size()];
-#define TYPE_(t) \
-    if (type == t) ok = sweep_launch<t>(R, NT, q8, b.c.st, wp, rb, rows, cols, dx, dy);
-    SWEEP_TYPES(TYPE_)
-#undef TYPE_
-    if (!ok) return cu_fail(err, WICK_ERR_UNSUPPORTED, "sweep: no kernel for type %d R %d NT %d q8 %d", type, R, NT, q8);
-    CK_LAUNCH();
-    return (int)WICK_OK;
-  }, us, err);
+  for (int c = 0; c < ncfg; c++) {
+    us[c] = 0.0;
+    int st = bench_one(b, type, dw[0], rb, rows, cols, dx, dy, cfg[c], err);  // attributes set
+    if (st == WICK_ERR_UNSUPPORTED) continue;
+    if (st) return st;
+    CK(cudaStreamSynchronize(b.c.st));
+    TRY(time_graph(b, iters, [&](int i) {
+      return bench_one(b, type, dw[i % dw.size()], rb, rows, cols, dx, dy, cfg[c], err);
+    }, &us[c], err));
+  }
+  return WICK_OK;
 }
 
 extern "C" int cuda_bench_ceilings(double *copy_bps, double *gemm_flops, int size, wk_error *err) {
@@ -360,4 +401,42 @@ extern "C" int cuda_bench_mem_used(uint64_t *used, uint64_t *total) {
   if (cudaMemGetInfo(&fr, &tot) != cudaSuccess) return WICK_ERR_DEVICE;
   *used = tot - fr, *total = tot;
   return WICK_OK;
+}
+
+__global__ void k_fill_attn(__half *h, float *f, size_t n, uint32_t seed) {
+  size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  uint32_t x = (uint32_t)i * 2654435761u ^ seed;
+  x ^= x >> 15, x *= 2246822519u, x ^= x >> 13;
+  float v = (float)(x & 0xffff) / 32768.0f - 1.0f;
+  if (h) h[i] = __float2half(v);
+  if (f) f[i] = v;
+}
+
+extern "C" int cuda_bench_attention(const cuda_test_attn *a, int iters, double *us, wk_error *err) {
+  dev_bufs b;
+  TRY(b.init(err));
+  int n = (a->n_seqs > 0 ? a->n_seqs : 1) * a->n_new;
+  if (n != a->n_new)
+    return cu_fail(err, WICK_ERR_INVALID, "attention bench: one sequence (got %d)", a->n_seqs);
+  cu_meta m;
+  cu_attn_shape s;
+  TRY(attn_setup(b, a, &m, &s, err));
+  size_t pool = (size_t)a->n_pool * a->block_size * a->n_kv * a->hd;
+  size_t qn = (size_t)n * a->n_heads * a->hd;
+  __half *dk, *dv;
+  float *dq, *dout, *dpart;
+  TRY(b.alloc(&dk, pool * 2, err));
+  TRY(b.alloc(&dv, pool * 2, err));
+  TRY(b.alloc(&dq, qn * 4, err));
+  TRY(b.alloc(&dout, qn * 4, err));
+  TRY(b.alloc(&dpart, (size_t)n * a->n_heads * a->splits * (a->hd + 2) * 4, err));
+  k_fill_attn<<<cu_div_up(pool, 256), 256, 0, b.c.st>>>(dk, NULL, pool, 11);
+  k_fill_attn<<<cu_div_up(pool, 256), 256, 0, b.c.st>>>(dv, NULL, pool, 12);
+  k_fill_attn<<<cu_div_up(qn, 256), 256, 0, b.c.st>>>(NULL, dq, qn, 13);
+  CK_LAUNCH();
+  TRY(attn_run(b, a, &s, &m, dq, dk, dv, dout, dpart, err));  // outside the graph: attributes set
+  CK(cudaStreamSynchronize(b.c.st));
+  return time_graph(b, iters, [&](int) { return attn_run(b, a, &s, &m, dq, dk, dv, dout, dpart, err); },
+                    us, err);
 }

@@ -22,10 +22,16 @@ struct cu_ctx {
   __half *xh;             // activations converted to f16/bf16 for the GEMM path
   size_t xh_elems;
   int mv_max_tokens;      // at most this many tokens take the matrix-vector path
-  int mv_f32x;            // 1: matrix-vector products keep x in f32 for every type (the v4
-                          // kernels); 0: quantized types round x to int8 per 32 values
+  int mv_f32x;            // matrix-vector kernels: MV_INT8, MV_F32X or MV_STREAM (below)
   int mv_glu_off;         // 1: gate/up and the gated unit as separate launches
+  int mv_pdl;             // 1: the streamed kernel uses programmatic dependent launch
 };
+// cu_ctx.mv_f32x: MV_INT8, x rounded to int8 per 32 values for the quantized
+// types (the streamed kernel for the types of mvs_cfg<T>::DEFAULT, else v5;
+// fused gate/up), f32 x for the others (v4); MV_F32X, f32 x for every type
+// (v4); MV_STREAM, the streamed kernel for every type (mvs.cuh: int8 x for
+// the quantized types, f32 x for the others, fused gate/up).
+enum { MV_INT8 = 0, MV_F32X = 1, MV_STREAM = 2 };
 
 // y[t][r] = sum_c W[r][c] * x[t][c] + beta * y[t][r] for t < n; x is
 // n rows of w->cols floats, y n rows of w->rows floats.
@@ -35,8 +41,8 @@ int cu_matmul(cu_ctx *c, const cu_weight *w, const float *x, int n, float *y, fl
 // that read the same x: ys[i] = ws[i] x (+ beta ys[i]), one launch.
 int cu_matvec_multi(cu_ctx *c, const cu_weight *const *ws, float *const *ys, int nw,
                     const float *x, int n, float beta, wk_error *err);
-// Whether cu_matvec_glu serves this gate/up pair for n tokens (int8
-// activations on, one quantized type and shape, n within the decode limit).
+// Whether cu_matvec_glu serves this gate/up pair for n tokens (MV_INT8 and a
+// quantized type, or MV_STREAM; one type and shape; n within the decode limit).
 bool cu_matvec_glu_ok(const cu_ctx *c, const cu_weight *wg, const cu_weight *wu, int n);
 // g[t] = act(wg x[t]) * (wu x[t]) in one launch (act: 0 SiLU, 1 GELU-tanh);
 // g has n rows of wg->rows floats.
@@ -85,11 +91,27 @@ struct cu_attn_shape {
 // place) and writes K and V (f16) into the cache slots of the tokens.
 int cu_qkv_post(cu_ctx *c, const cu_attn_shape *a, const cu_meta *m, int n, float *q,
                 const float *k, const float *v, __half *kc, __half *vc, wk_error *err);
-// Causal attention of the n new tokens over the paged cache (split over the
-// keys into `splits` parts when splits > 1; part holds the partial results).
-int cu_attention(cu_ctx *c, const cu_attn_shape *a, const cu_meta *m, int n, const float *q,
-                 const __half *kc, const __half *vc, float *out, int splits, float *part,
-                 wk_error *err);
+// Causal attention of the n new tokens (of `seqs` sequences) over the paged
+// cache: the flash kernel when there are ATT_FLASH_MIN_TOKENS or more new
+// tokens a sequence (and it serves the head dim), else the split kernel.
+enum { ATT_FLASH_MIN_TOKENS = 16 };
+int cu_attention(cu_ctx *c, const cu_attn_shape *a, const cu_meta *m, int n, int seqs,
+                 const float *q, const __half *kc, const __half *vc, float *out, int splits,
+                 float *part, wk_error *err);
+// The CUDA-core kernel, one block per (query head, token, key split); split
+// over the keys into `splits` parts when splits > 1 (part holds the partial
+// results: n * n_heads * splits * (head_dim + 2) floats).
+int cu_attention_split(cu_ctx *c, const cu_attn_shape *a, const cu_meta *m, int n, const float *q,
+                       const __half *kc, const __half *vc, float *out, int splits, float *part,
+                       wk_error *err);
+// The tensor-core flash kernel (head dims 64, 128, 256): query tiles of
+// (token, query head) rows of one kv head, K/V tiles in shared memory.
+// variant: -1 the default configuration, else one from the tuning list in
+// flash_attn.cu (benchmarks).
+int cu_flash_attention(cu_ctx *c, const cu_attn_shape *a, const cu_meta *m, int n,
+                       const float *q, const __half *kc, const __half *vc, float *out,
+                       int variant, wk_error *err);
+bool cu_flash_supported(int head_dim);
 
 // g = act(g) * u over n values (0 SwiGLU, 1 GeGLU with tanh).
 int cu_glu(cu_ctx *c, float *g, const float *u, long n, int act, wk_error *err);

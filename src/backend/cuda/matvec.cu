@@ -3,6 +3,7 @@
 // cuBLAS on tensor cores) for batches of tokens.
 #include "backend/cuda/internal.cuh"
 #include "backend/cuda/matvec.cuh"
+#include "backend/cuda/mvs.cuh"
 #include "backend/cuda/quant.cuh"
 
 template <int T>
@@ -54,8 +55,8 @@ static int type_error(const cu_weight *w, wk_error *err) {
 }
 
 template <int T>
-static void launch_matvec(cu_ctx *c, const cu_weight *const *ws, float *const *ys, int nw,
-                          const float *x, int n, float beta) {
+static void launch_v4(cu_ctx *c, const cu_weight *const *ws, float *const *ys, int nw,
+                      const float *x, int n, float beta) {
   constexpr int R = mv_cfg<T>::R, NT = mv_cfg<T>::NT;
   mv_jobs js = {};
   int blocks = 0;
@@ -67,26 +68,51 @@ static void launch_matvec(cu_ctx *c, const cu_weight *const *ws, float *const *y
   k_matvec<T, R, NT><<<dim3(blocks, n), NT, 0, c->st>>>(js, ws[0]->cols, x, beta);
 }
 
-// The int8-activation kernel for the quantized types (unless the context
-// asks for f32 activations); the f32 one for the others.
-template <int T>
-static void launch_matvec_any(cu_ctx *c, const cu_weight *const *ws, float *const *ys, int nw,
-                              const float *x, int n, float beta) {
+// The streamed kernel: int8 x for the quantized types (unless the int8 x
+// does not fit in shared memory next to the weight stages), f32 x for the
+// others.
+template <int T, bool GLU>
+static cudaError_t launch_mvs(const cu_ctx *c, const mv_jobs &js, int cols, const float *x, int n,
+                              float beta, int act) {
+  constexpr int NT = mvs_cfg<T>::NT, RW = mvs_cfg<T>::RW;
+  mvs_opts o = {mvs_cfg<T>::CHUNK, mvs_cfg<T>::STAGES, c->mv_pdl != 0};
   if constexpr (mvq_has<T>::value) {
-    if (!c->mv_f32x) {
-      constexpr int R = mvq_cfg<T>::R, NT = mvq_cfg<T>::NT;
-      mv_jobs js = {};
-      int blocks = 0;
-      for (int i = 0; i < nw; i++) {
-        js.j[i] = {ws[i]->d, ws[i]->row_bytes, ws[i]->rows, cu_div_up(ws[i]->rows, R), ys[i]};
-        blocks += js.j[i].nblk;
-      }
-      js.n = nw;
-      k_matvec_q8<T, R, NT, false><<<dim3(blocks, n), NT, 0, c->st>>>(js, ws[0]->cols, x, beta, 0);
-      return;
-    }
+    cudaError_t e = mvs_launch<T, NT, RW, GLU, true>(js, cols, x, n, beta, act, o, c->st);
+    if (e != cudaErrorInvalidValue) return e;
   }
-  launch_matvec<T>(c, ws, ys, nw, x, n, beta);
+  return mvs_launch<T, NT, RW, GLU, false>(js, cols, x, n, beta, act, o, c->st);
+}
+
+// v5: x rounded to int8 in registers (quantized types).
+template <int T>
+static void launch_v5(cu_ctx *c, const cu_weight *const *ws, float *const *ys, int nw,
+                      const float *x, int n, float beta) {
+  constexpr int R = mvq_cfg<T>::R, NT = mvq_cfg<T>::NT;
+  mv_jobs js = {};
+  int blocks = 0;
+  for (int i = 0; i < nw; i++) {
+    js.j[i] = {ws[i]->d, ws[i]->row_bytes, ws[i]->rows, cu_div_up(ws[i]->rows, R), ys[i]};
+    blocks += js.j[i].nblk;
+  }
+  js.n = nw;
+  k_matvec_q8<T, R, NT, false><<<dim3(blocks, n), NT, 0, c->st>>>(js, ws[0]->cols, x, beta, 0);
+}
+
+template <int T>
+static cudaError_t launch_matvec(cu_ctx *c, const cu_weight *const *ws, float *const *ys, int nw,
+                                 const float *x, int n, float beta) {
+  if (c->mv_f32x == MV_STREAM || (c->mv_f32x == MV_INT8 && mvs_cfg<T>::DEFAULT)) {
+    mv_jobs js = {};
+    for (int i = 0; i < nw; i++) js.j[i] = {ws[i]->d, ws[i]->row_bytes, ws[i]->rows, 0, ys[i]};
+    js.n = nw;
+    return launch_mvs<T, false>(c, js, ws[0]->cols, x, n, beta, 0);
+  }
+  bool done = false;
+  if constexpr (mvq_has<T>::value) {
+    if (c->mv_f32x == MV_INT8) launch_v5<T>(c, ws, ys, nw, x, n, beta), done = true;
+  }
+  if (!done) launch_v4<T>(c, ws, ys, nw, x, n, beta);
+  return cudaGetLastError();
 }
 
 int cu_matvec_multi(cu_ctx *c, const cu_weight *const *ws, float *const *ys, int nw,
@@ -95,30 +121,19 @@ int cu_matvec_multi(cu_ctx *c, const cu_weight *const *ws, float *const *ys, int
   for (int i = 0; i < nw; i++)
     if (ws[i]->type != ws[0]->type || ws[i]->cols != ws[0]->cols || ws[i]->cols % 32)
       return cu_fail(err, WICK_ERR_INVALID, "cuda: matrices of one launch differ in type or row length");
-#define WK_CASE_(t)                                   \
-  case t:                                             \
-    launch_matvec_any<t>(c, ws, ys, nw, x, n, beta);  \
+  cudaError_t e = cudaSuccess;
+#define WK_CASE_(t)                                          \
+  case t:                                                    \
+    e = launch_matvec<t>(c, ws, ys, nw, x, n, beta);         \
     break;
   switch (ws[0]->type) {
     WK_CUDA_TYPES(WK_CASE_)
     default: return type_error(ws[0], err);
   }
 #undef WK_CASE_
+  CK(e);
   CK_LAUNCH();
   return WICK_OK;
-}
-
-template <int T>
-static void launch_glu(cu_ctx *c, const cu_weight *wg, const cu_weight *wu, const float *x, int n,
-                       float *g, int act) {
-  if constexpr (mvq_has<T>::value) {
-    constexpr int R = mvq_cfg<T>::R, NT = mvq_cfg<T>::NT;
-    mv_jobs js = {};
-    js.j[0] = {wg->d, wg->row_bytes, wg->rows, cu_div_up(wg->rows, R / 2), g};
-    js.j[1] = {wu->d, wu->row_bytes, wu->rows, 0, NULL};
-    js.n = 2;
-    k_matvec_q8<T, R, NT, true><<<dim3(js.j[0].nblk, n), NT, 0, c->st>>>(js, wg->cols, x, 0.0f, act);
-  }
 }
 
 static bool has_mvq(int type) {
@@ -130,8 +145,31 @@ static bool has_mvq(int type) {
 }
 
 bool cu_matvec_glu_ok(const cu_ctx *c, const cu_weight *wg, const cu_weight *wu, int n) {
-  return !c->mv_f32x && !c->mv_glu_off && n >= 1 && n <= c->mv_max_tokens && wg->type == wu->type &&
-         wg->rows == wu->rows && wg->cols == wu->cols && wg->cols % 32 == 0 && has_mvq(wg->type);
+  bool kernel = c->mv_f32x == MV_STREAM ? cu_type_supported(wg->type)
+                : c->mv_f32x == MV_INT8 ? has_mvq(wg->type)
+                                        : false;
+  return kernel && !c->mv_glu_off && n >= 1 && n <= c->mv_max_tokens && wg->type == wu->type &&
+         wg->rows == wu->rows && wg->cols == wu->cols && wg->row_bytes == wu->row_bytes &&
+         wg->cols % 32 == 0;
+}
+
+template <int T>
+static cudaError_t launch_glu(cu_ctx *c, const cu_weight *wg, const cu_weight *wu, const float *x,
+                              int n, float *g, int act) {
+  mv_jobs js = {};
+  js.n = 2;
+  if (c->mv_f32x == MV_STREAM || mvs_cfg<T>::DEFAULT) {
+    js.j[0] = {wg->d, wg->row_bytes, wg->rows, 0, g};
+    js.j[1] = {wu->d, wu->row_bytes, wu->rows, 0, NULL};
+    return launch_mvs<T, true>(c, js, wg->cols, x, n, 0.0f, act);
+  }
+  if constexpr (mvq_has<T>::value) {
+    constexpr int R = mvq_cfg<T>::R, NT = mvq_cfg<T>::NT;
+    js.j[0] = {wg->d, wg->row_bytes, wg->rows, cu_div_up(wg->rows, R / 2), g};
+    js.j[1] = {wu->d, wu->row_bytes, wu->rows, 0, NULL};
+    k_matvec_q8<T, R, NT, true><<<dim3(js.j[0].nblk, n), NT, 0, c->st>>>(js, wg->cols, x, 0.0f, act);
+  }
+  return cudaGetLastError();
 }
 
 int cu_matvec_glu(cu_ctx *c, const cu_weight *wg, const cu_weight *wu, const float *x, int n,
@@ -140,15 +178,17 @@ int cu_matvec_glu(cu_ctx *c, const cu_weight *wg, const cu_weight *wu, const flo
     return cu_fail(err, WICK_ERR_INVALID, "cuda: gate/up of types %d/%d, %dx%d/%dx%d, %d tokens "
                    "cannot take the fused gated matrix-vector kernel", wg->type, wu->type, wg->rows,
                    wg->cols, wu->rows, wu->cols, n);
-#define WK_CASE_(t)                               \
-  case t:                                         \
-    launch_glu<t>(c, wg, wu, x, n, g, act);       \
+  cudaError_t e = cudaSuccess;
+#define WK_CASE_(t)                                   \
+  case t:                                             \
+    e = launch_glu<t>(c, wg, wu, x, n, g, act);       \
     break;
   switch (wg->type) {
     WK_CUDA_TYPES(WK_CASE_)
     default: return type_error(wg, err);
   }
 #undef WK_CASE_
+  CK(e);
   CK_LAUNCH();
   return WICK_OK;
 }

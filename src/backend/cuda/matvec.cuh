@@ -1,7 +1,9 @@
-// The matrix-vector kernel, templated on the weight type, the rows a block
-// computes (R) and its threads (NT), so benchmarks can sweep the shape. One
-// launch may serve up to three matrices of one type that read the same x
-// (Q/K/V, gate/up): blocks are dealt to them in order.
+// The register-load matrix-vector kernels, templated on the weight type, the
+// rows a block computes (R) and its threads (NT): v4 (f32 x, every type) and
+// v5 (x rounded to int8 in registers, the quantized types). Weights are read
+// straight into registers (mvs.cuh streams them through shared memory
+// instead). One launch may serve up to three matrices of one type that read
+// the same x (Q/K/V, gate/up): blocks are dealt to them in order.
 #ifndef WICK_BACKEND_CUDA_MATVEC_CUH
 #define WICK_BACKEND_CUDA_MATVEC_CUH
 
@@ -12,7 +14,7 @@ struct mv_job {
   const uint8_t *W;  // rows x row_bytes
   size_t row_bytes;
   int rows;
-  int nblk;  // blocks of this job: ceil(rows / R)
+  int nblk;  // blocks (v4, v5) or row tiles (mvs) of this job
   float *y;  // [n tokens][rows]
 };
 struct mv_jobs {
@@ -20,8 +22,6 @@ struct mv_jobs {
   int n;
 };
 
-// One block of NT threads computes R rows for one token: every thread walks
-// groups of 32 columns, decodes them from each row and dots them with x.
 // The job of this block and the block's index inside it.
 static __device__ __forceinline__ void mv_pick(const mv_jobs &js, const uint8_t **W,
                                                size_t *row_bytes, int *rows, float **y, int *b) {
@@ -177,6 +177,7 @@ struct mv_cfg {
                                 T == WK_Q5_1 || T == WK_Q8_0;
   static constexpr int R = small ? 4 : 8, NT = small ? 64 : 128;
 };
+
 // The same for the int8-activation kernel (mvq_has<T> types).
 template <int T>
 struct mvq_cfg {

@@ -1,0 +1,77 @@
+// Attention kernel timing on the device (built by bench/cuda/fa.sh against
+// the project's static libraries): causal attention of the Llama-3-8B shape
+// (32 query heads, 8 kv heads, head dim 128) through the split kernel and
+// the flash kernel's configurations, and the flash kernel at head dims 64
+// and 256. FLOPs = 4 * n_heads * head_dim * (keys summed over the queries).
+//   bench_attn [tokens]      (default 4096)
+// Lines starting "RESULT" are for scripts; the rest is a readable table.
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "backend/cuda/cuda_test.h"
+
+static int g_fail;
+
+// One timing; returns TFLOP/s (0 on failure).
+static double run(const char *what, int nh, int nkv, int hd, int n_ctx, int n_new, int kernel,
+                  int variant, int splits, int iters) {
+  const int bs = 16, nb = (n_ctx + bs - 1) / bs;
+  int32_t *blocks = malloc(sizeof(int32_t) * nb);
+  for (int i = 0; i < nb; i++) blocks[i] = i;
+  cuda_test_attn a = {nh,     nkv,  hd,     n_ctx,      n_new, 0, bs, nb, splits, 0.088388f, 0.0f,
+                      blocks, 1,    kernel, variant};
+  wk_error err = {{0}};
+  double us = 0;
+  int st = cuda_bench_attention(&a, iters, &us, &err);
+  free(blocks);
+  if (st) {
+    printf("%-36s FAILED: %s\n", what, err.msg);
+    g_fail++;
+    return 0;
+  }
+  double keys = 0;
+  for (int t = 0; t < n_new; t++) keys += n_ctx - n_new + t + 1;
+  double tf = 4.0 * nh * hd * keys / (us * 1e-6) / 1e12;
+  printf("%-36s hd %3d heads %2d/%d ctx %5d new %5d: %10.1f us %7.1f TFLOP/s\n", what, hd, nh, nkv,
+         n_ctx, n_new, us, tf);
+  printf("RESULT attn %s hd=%d heads=%d/%d ctx=%d new=%d us=%.1f tflops=%.1f\n", what, hd, nh, nkv,
+         n_ctx, n_new, us, tf);
+  return tf;
+}
+
+int main(int argc, char **argv) {
+  int n = argc > 1 ? atoi(argv[1]) : 4096;
+  if (n < 16) {
+    fprintf(stderr, "bench_attn: tokens %d (expected 16 or more)\n", n);
+    return 2;
+  }
+  // The flash configurations (flash_attn.cu): warps, m-tiles a warp, keys a
+  // tile, Q in registers or shared memory, blocks an SM asked of ptxas.
+  static const char *v128[] = {"NW4 MT1 BN32 Qreg MB3", "NW4 MT1 BN64 Qreg", "NW4 MT2 BN64 Qsmem",
+                               "NW4 MT2 BN32 Qsmem",    "NW8 MT1 BN64 Qreg", "NW4 MT1 BN32 Qreg"};
+  static const char *v64[] = {"NW4 MT1 BN64 Qreg", "NW4 MT2 BN64 Qreg"};
+  static const char *v256[] = {"NW4 MT1 BN32 Qsmem", "NW8 MT1 BN32 Qsmem"};
+  char what[64];
+  run("split kernel", 32, 8, 128, n, n, 0, -1, 1, 2);
+  for (int v = 0; v < 6; v++) {
+    snprintf(what, sizeof what, "flash v%d %s", v, v128[v]);
+    run(what, 32, 8, 128, n, n, 1, v, 1, 10);
+  }
+  int chunk = n / 4 > 16 ? n / 4 : 16;
+  run("split kernel, last chunk", 32, 8, 128, n, chunk, 0, -1, 1, 3);
+  run("flash default, last chunk", 32, 8, 128, n, chunk, 1, -1, 1, 10);
+  run("flash default, 64 new", 32, 8, 128, n, 64, 1, -1, 1, 10);
+  run("split kernel, 64 new", 32, 8, 128, n, 64, 0, -1, 1, 10);
+  run("flash default, 16 new", 32, 8, 128, n, 16, 1, -1, 1, 10);
+  run("split kernel (2 splits), 16 new", 32, 8, 128, n, 16, 0, -1, 2, 10);
+  for (int v = 0; v < 2; v++) {
+    snprintf(what, sizeof what, "flash v%d %s", v, v64[v]);
+    run(what, 32, 8, 64, n, n, 1, v, 1, 10);
+  }
+  for (int v = 0; v < 2; v++) {
+    snprintf(what, sizeof what, "flash v%d %s", v, v256[v]);
+    run(what, 8, 4, 256, n, n, 1, v, 1, 10);
+  }
+  return g_fail ? 1 : 0;
+}
