@@ -262,13 +262,17 @@ __global__ void __launch_bounds__(NT) k_mvs(mv_jobs js, mvs_shape sh, int cols,
 // Shape per type: NT threads, RW rows a warp, CHUNK target bytes of a row's
 // chunk, STAGES chunks in the pipeline (bench_cuda sweep, docs/CUDA.md v6:
 // long contiguous chunks matter more than pipeline depth). DEFAULT: the
-// default kernels (MV_INT8) use this kernel for the type, where the sweep
-// measured it faster than v5 (Q4_K 48/51% of copy bandwidth against 36/37,
-// Q6_K 47/51 against 29/32, Q8_0 62/68 against 64/63).
+// default kernels (MV_INT8) use this kernel for the type, where it measured
+// faster than v5: every quantized type (session-2 run, % of copy bandwidth at
+// 4096x14336 / 14336x4096 with dependent launch, against v5: Q4_0 55/62 vs
+// 42/40, Q4_1 60/72 vs 52/51, Q5_0 50/65 vs 41/42, Q5_1 58/71 vs 53/52, Q8_0
+// 68/76 vs 63/68 (v5 measured in the same run), Q4_K 51/60 vs 36/37, Q5_K
+// 50/63 vs 35/37, Q6_K 49/61 vs 29/32).
 template <int T>
 struct mvs_cfg {
   static constexpr int NT = 256, RW = 2, CHUNK = 4096, STAGES = 2;
-  static constexpr bool DEFAULT = T == WK_Q4_K || T == WK_Q6_K || T == WK_Q8_0;
+  static constexpr bool DEFAULT = T == WK_Q4_0 || T == WK_Q4_1 || T == WK_Q5_0 || T == WK_Q5_1 ||
+                                  T == WK_Q8_0 || T == WK_Q4_K || T == WK_Q5_K || T == WK_Q6_K;
 };
 
 // Launch parameters that are not template arguments.
