@@ -56,21 +56,53 @@ static int fit_cols(int type, int c) {
   return (c + b - 1) / b * b;
 }
 
-static void test_matmul(int type, int rows, int cols, int n, int path) {
+// A norm weight around 1 and an input whose RMS is far from 1, for the
+// folded-norm tests; xr gets rmsnorm(x) * nw per row of cols (f64, then
+// rounded to f32: what the kernel should multiply with).
+static void norm_inputs(float *x, int n, int cols, float *nw, float eps, float *xr) {
+  for (int c = 0; c < cols; c++) nw[c] = (float)(0.3 + 1.4 * urand());
+  for (int t = 0; t < n; t++) {
+    float *xt = x + (size_t)t * cols;
+    double sc = 0.2 + 6.0 * urand(), ss = 0;
+    for (int c = 0; c < cols; c++) xt[c] = (float)(sc * nrand()), ss += (double)xt[c] * xt[c];
+    double r = 1.0 / sqrt(ss / cols + eps);
+    for (int c = 0; c < cols; c++) xr[(size_t)t * cols + c] = (float)(xt[c] * r * nw[c]);
+  }
+}
+
+// norm 0: y = x W^T through cuda_test_matmul's path; 1: the RMSNorm folded
+// into the kernel (cuda_test_matmul_norm: x written by a kernel first,
+// dependent launch); 2: the same captured in a graph, which must keep the
+// programmatic edge.
+static void test_matmul_v(int type, int rows, int cols, int n, int path, int norm) {
   const char *name = wk_type_get(type)->name;
   size_t rb = wk_row_size(type, cols);
   uint8_t *w = wk_malloc(rb * rows);
   float *row = wk_malloc(sizeof(float) * cols), *x = wk_malloc(sizeof(float) * n * cols);
   float *y = wk_malloc(sizeof(float) * n * rows), *deq = wk_malloc(sizeof(float) * cols);
+  float *xr = x, *nw = NULL;
   for (int r = 0; r < rows; r++) {
     float sc = (float)(0.5 + urand());
     for (int c = 0; c < cols; c++) row[c] = sc * nrand();
     WK_ASSERT(wk_quantize_row(type, row, w + rb * r, cols) == WICK_OK);
   }
-  for (int i = 0; i < n * cols; i++) x[i] = nrand();
   wk_error err = {{0}};
-  int st = cuda_test_matmul(type, w, rows, cols, x, n, y, path, &err);
-  CHECK(st == WICK_OK, "matmul %s path %d: %s", name, path, err.msg);
+  int st, edges = 0;
+  const float eps = 1e-5f;
+  if (norm) {
+    xr = wk_malloc(sizeof(float) * n * cols), nw = wk_malloc(sizeof(float) * cols);
+    norm_inputs(x, n, cols, nw, eps, xr);
+    st = cuda_test_matmul_norm(type, w, rows, cols, x, n, nw, eps, path, norm == 2, y, &edges, &err);
+    CHECK(st == WICK_OK, "matmul+norm %s path %d: %s", name, path, err.msg);
+    CHECK(st != WICK_OK || norm != 2 || edges == 1,
+          "matmul+norm %s path %d: the graph has %d programmatic edges (expected 1)", name, path,
+          edges);
+  } else {
+    for (int i = 0; i < n * cols; i++) x[i] = nrand();
+    st = cuda_test_matmul(type, w, rows, cols, x, n, y, path, &err);
+    CHECK(st == WICK_OK, "matmul %s path %d: %s", name, path, err.msg);
+  }
+  const char *label = norm == 2 ? "matmul+norm+graph" : norm ? "matmul+norm" : "matmul";
   // Rounding x to int8 with scale max|x|/127 per 32 values moves each x by
   // at most half a step, so the product moves by at most
   // sum over groups of (max|x| / 254) * sum |w| (the int8 bound), on top of
@@ -80,7 +112,7 @@ static void test_matmul(int type, int rows, int cols, int n, int path) {
   for (int r = 0; r < rows && st == WICK_OK; r++) {
     WK_ASSERT(wk_dequantize_row(type, w + rb * r, deq, cols) == WICK_OK);
     for (int t = 0; t < n; t++) {
-      const float *xt = x + (size_t)t * cols;
+      const float *xt = xr + (size_t)t * cols;
       double ref = wk_dot_row(type, w + rb * r, xt, cols), mag = 0, bound = 0;
       for (int c = 0; c < cols; c++) mag += fabs((double)deq[c] * xt[c]);
       for (int g = 0; q8 && g < cols / 32; g++) {
@@ -103,18 +135,39 @@ static void test_matmul(int type, int rows, int cols, int n, int path) {
   // f32 accumulation: ~1e-6 of sum |w x|; the GEMM path rounds weights and
   // activations to f16 (2^-11 each); int8 x: within the int8 bound.
   if (q8) {
-    CHECK(worst_b <= 1.0, "matmul %s %dx%d n=%d path %d: error %.3g of sum|wx| is %.3g of the "
-          "int8 bound (> 1)", name, rows, cols, n, path, worst, worst_b);
+    CHECK(worst_b <= 1.0, "%s %s %dx%d n=%d path %d: error %.3g of sum|wx| is %.3g of the "
+          "int8 bound (> 1)", label, name, rows, cols, n, path, worst, worst_b);
   } else {
     double tol = path == 1 ? 2e-3 : 2e-5;
-    CHECK(worst <= tol, "matmul %s %dx%d n=%d path %d: error %.3g of sum|wx| > %.1g", name, rows,
-          cols, n, path, worst, tol);
+    CHECK(worst <= tol, "%s %s %dx%d n=%d path %d: error %.3g of sum|wx| > %.1g", label, name,
+          rows, cols, n, path, worst, tol);
   }
-  printf("matmul %-9s %5dx%-5d n=%d path %d: max error %.2e of sum|wx|", name, rows, cols, n, path,
-         worst);
+  printf("%s %-9s %5dx%-5d n=%d path %d: max error %.2e of sum|wx|", label, name, rows, cols, n,
+         path, worst);
   if (q8) printf(", %.2f of the int8 bound", worst_b);
   printf("\n");
+  if (norm) wk_free(xr), wk_free(nw);
   wk_free(w), wk_free(row), wk_free(x), wk_free(y), wk_free(deq);
+}
+
+static void test_matmul(int type, int rows, int cols, int n, int path) {
+  test_matmul_v(type, rows, cols, n, path, 0);
+}
+
+// A folded norm where the path's kernel cannot take one: a clear error.
+static void test_norm_refused(int type, int path) {
+  int cols = 256, rows = 8, edges = 0;
+  size_t rb = wk_row_size(type, cols);
+  uint8_t *w = wk_calloc(rows, rb);
+  float *x = wk_malloc(sizeof(float) * cols), *nw = wk_malloc(sizeof(float) * cols);
+  float *y = wk_malloc(sizeof(float) * rows);
+  for (int c = 0; c < cols; c++) x[c] = nrand(), nw[c] = 1.0f;
+  wk_error err = {{0}};
+  int st = cuda_test_matmul_norm(type, w, rows, cols, x, 1, nw, 1e-5f, path, 0, y, &edges, &err);
+  CHECK(st == WICK_ERR_UNSUPPORTED && strstr(err.msg, "folded RMSNorm"),
+        "matmul+norm %s path %d: status %d (%s), expected a refusal", wk_type_get(type)->name, path,
+        st, err.msg);
+  wk_free(w), wk_free(x), wk_free(nw), wk_free(y);
 }
 
 // A quantized row times x in f64 (ref), sum |w x| (mag) and the error bound
@@ -143,7 +196,8 @@ static double act_f64(double x, int act) {
 // The fused gate/up kernel against act(g) * u from f64 dot products: the
 // error may reach |act'(g)| * bound_g * |u| + |act(g)| * bound_u (|act'| <=
 // 1.13 for SiLU and GELU-tanh), plus f32 rounding of the activation.
-static void test_glu(int type, int rows, int cols, int n, int act, int path) {
+// norm: an RMSNorm folded into the kernel's x.
+static void test_glu_v(int type, int rows, int cols, int n, int act, int path, int norm) {
   const char *name = wk_type_get(type)->name;
   size_t rb = wk_row_size(type, cols);
   uint8_t *wg = wk_malloc(rb * rows), *wu = wk_malloc(rb * rows);
@@ -153,14 +207,21 @@ static void test_glu(int type, int rows, int cols, int n, int act, int path) {
     for (int c = 0; c < cols; c++) row[c] = 0.05f * nrand();
     WK_ASSERT(wk_quantize_row(type, row, (r < rows ? wg : wu) + rb * (r % rows), cols) == WICK_OK);
   }
-  for (int i = 0; i < n * cols; i++) x[i] = nrand();
+  float *xr = x, *nw = NULL;
+  const float eps = 1e-5f;
+  if (norm) {
+    xr = wk_malloc(sizeof(float) * n * cols), nw = wk_malloc(sizeof(float) * cols);
+    norm_inputs(x, n, cols, nw, eps, xr);
+  } else {
+    for (int i = 0; i < n * cols; i++) x[i] = nrand();
+  }
   wk_error err = {{0}};
-  int st = cuda_test_matvec_glu(type, wg, wu, rows, cols, x, n, act, path, y, &err);
+  int st = cuda_test_matvec_glu(type, wg, wu, rows, cols, x, n, nw, eps, act, path, y, &err);
   CHECK(st == WICK_OK, "glu %s: %s", name, err.msg);
   double worst = 0;
   for (int r = 0; r < rows && st == WICK_OK; r++)
     for (int t = 0; t < n; t++) {
-      const float *xt = x + (size_t)t * cols;
+      const float *xt = xr + (size_t)t * cols;
       double g, mg, bg, u, mu, bu;
       row_ref(type, wg + rb * r, xt, cols, deq, &g, &mg, &bg);
       row_ref(type, wu + rb * r, xt, cols, deq, &u, &mu, &bu);
@@ -169,11 +230,16 @@ static void test_glu(int type, int rows, int cols, int n, int act, int path) {
       double e = fabs(y[(size_t)t * rows + r] - ref) / bound;
       if (!(e <= worst)) worst = isnan(e) ? INFINITY : e;
     }
-  CHECK(worst <= 1.0, "glu %s %dx%d n=%d act %d path %d: error %.3g of the bound", name, rows, cols,
-        n, act, path, worst);
-  printf("glu    %-9s %5dx%-5d n=%d act %d path %d: max error %.2f of the bound\n", name, rows,
-         cols, n, act, path, worst);
+  CHECK(worst <= 1.0, "glu%s %s %dx%d n=%d act %d path %d: error %.3g of the bound",
+        norm ? "+norm" : "", name, rows, cols, n, act, path, worst);
+  printf("glu%s %-9s %5dx%-5d n=%d act %d path %d: max error %.2f of the bound\n",
+         norm ? "+norm" : "   ", name, rows, cols, n, act, path, worst);
+  if (norm) wk_free(xr), wk_free(nw);
   wk_free(wg), wk_free(wu), wk_free(row), wk_free(x), wk_free(y), wk_free(deq);
+}
+
+static void test_glu(int type, int rows, int cols, int n, int act, int path) {
+  test_glu_v(type, rows, cols, n, act, path, 0);
 }
 
 // y = W (W x) by two dependent launches (programmatic dependent launch;
@@ -361,6 +427,18 @@ int main(void) {
     test_glu(t, 45, 512, t == WK_Q4_K ? 3 : 1, t == WK_Q6_K, 4);
     test_glu(t, 9000, 256, 1, 0, 4);
     if (!int8_x(t, 0)) test_chain(t, 512, 2);
+    // RMSNorm folded into the streamed kernel (the default one of the
+    // quantized types, path 4 for every type) after a dependent launch that
+    // writes x, in a graph too; the fused gate/up kernel; v4 refuses it.
+    if (int8_x(t, 0)) {
+      test_matmul_v(t, 67, 768, 1, 0, 1);
+      test_matmul_v(t, 45, 4096, 3, 0, 2);
+      test_glu_v(t, 45, 512, 2, 0, 0, 1);
+    }
+    test_matmul_v(t, 45, 2048, 1, 4, 1);
+    test_matmul_v(t, 19, 4096, 4, 4, 2);
+    test_glu_v(t, 45, 1024, 1, 1, 4, 1);
+    test_norm_refused(t, 3);
     test_embed(t, 50, 512);
   }
   test_attention(8, 2, 64, 300, 1, 0, 0.0f, 8, 0, 1, -1);

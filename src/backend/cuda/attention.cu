@@ -2,7 +2,8 @@
 // of four warps per (query head, token, key split) on the CUDA cores (decode
 // and small batches). With several splits, partial (max, sum, acc) are merged
 // by k_attn_combine. Batches of many tokens per sequence go to the flash
-// kernel (flash_attn.cu).
+// kernel (flash_attn.cu). Both kernels here let the next launch start at
+// once and wait for the previous one first (programmatic dependent launch).
 #include "backend/cuda/internal.cuh"
 
 enum { ATT_THREADS = 128 };
@@ -33,6 +34,8 @@ __global__ void __launch_bounds__(ATT_THREADS)
   constexpr int NW = ATT_THREADS / 32, HD = DPL * 32;
   __shared__ float sm_ml[NW][2];
   __shared__ float sm_acc[NW][HD];
+  pdl_launch_next();
+  pdl_wait();
   int h = blockIdx.x, t = blockIdx.y, sp = blockIdx.z;
   int nkv = a.n_kv_heads, kvh = h / (a.n_heads / nkv), bs = a.block_size;
   int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -100,6 +103,8 @@ __global__ void __launch_bounds__(ATT_THREADS)
 // grid (n_heads, n tokens), block head_dim threads (rounded up to 32).
 __global__ void k_attn_combine(int n_heads, int hd, int splits, const float *__restrict__ part,
                                float *__restrict__ out) {
+  pdl_launch_next();
+  pdl_wait();
   int h = blockIdx.x, t = blockIdx.y, d = threadIdx.x;
   if (d >= hd) return;
   const float *pb = part + ((size_t)t * n_heads + h) * splits * (hd + 2);
@@ -123,20 +128,21 @@ int cu_attention_split(cu_ctx *c, const cu_attn_shape *a, const cu_meta *m, int 
     return cu_fail(err, WICK_ERR_UNSUPPORTED, "cuda: %d query heads not a multiple of %d kv heads",
                    a->n_heads, a->n_kv_heads);
   dim3 grid(a->n_heads, n, splits);
-  switch (a->head_dim) {
-    case 64: k_attention<2><<<grid, ATT_THREADS, 0, c->st>>>(*a, *m, q, kc, vc, out, splits, part); break;
-    case 128: k_attention<4><<<grid, ATT_THREADS, 0, c->st>>>(*a, *m, q, kc, vc, out, splits, part); break;
-    case 192: k_attention<6><<<grid, ATT_THREADS, 0, c->st>>>(*a, *m, q, kc, vc, out, splits, part); break;
-    case 256: k_attention<8><<<grid, ATT_THREADS, 0, c->st>>>(*a, *m, q, kc, vc, out, splits, part); break;
-    default:
-      return cu_fail(err, WICK_ERR_UNSUPPORTED, "cuda: attention head_dim %d (expected 64, 128, 192 or 256)",
-                     a->head_dim);
-  }
+  void (*kern)(cu_attn_shape, cu_meta, const float *, const __half *, const __half *, float *, int,
+               float *) = a->head_dim == 64    ? k_attention<2>
+                          : a->head_dim == 128 ? k_attention<4>
+                          : a->head_dim == 192 ? k_attention<6>
+                          : a->head_dim == 256 ? k_attention<8>
+                                               : NULL;
+  if (!kern)
+    return cu_fail(err, WICK_ERR_UNSUPPORTED, "cuda: attention head_dim %d (expected 64, 128, 192 or 256)",
+                   a->head_dim);
+  CK(cu_launch(c->pdl, c->st, grid, dim3(ATT_THREADS), 0, kern, *a, *m, q, kc, vc, out, splits, part));
   CK_LAUNCH();
   if (splits > 1) {
     dim3 g2(a->n_heads, n);
-    k_attn_combine<<<g2, (a->head_dim + 31) / 32 * 32, 0, c->st>>>(a->n_heads, a->head_dim, splits,
-                                                                    part, out);
+    CK(cu_launch(c->pdl, c->st, g2, dim3((a->head_dim + 31) / 32 * 32), 0, k_attn_combine,
+                 a->n_heads, a->head_dim, splits, (const float *)part, out));
     CK_LAUNCH();
   }
   return WICK_OK;

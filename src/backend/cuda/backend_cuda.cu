@@ -18,10 +18,11 @@ extern "C" {
 }
 
 // Matrix-vector kernels by default (MV_INT8: int8 x and fused gate/up for
-// the quantized types, the streamed kernel for Q4_K/Q6_K/Q8_0 and v5 for the
-// others; f32 x for the float types, v4: the fastest measured, docs/CUDA.md
-// v6), and whether the streamed kernel uses programmatic dependent launch.
-static const int MV_KERNEL_DEFAULT = MV_INT8, MV_PDL_DEFAULT = 1;
+// the quantized types on the streamed kernel; f32 x for the float types,
+// v4: the fastest measured, docs/CUDA.md v6), whether the decode kernels use
+// programmatic dependent launch, and whether the RMSNorms before Q/K/V,
+// gate/up and the output are folded into the streamed matrix-vector kernel (v7).
+static const int MV_KERNEL_DEFAULT = MV_INT8, PDL_DEFAULT = 1, FOLD_NORM_DEFAULT = 1;
 static_assert((int)CU_TOPK_MAX == (int)WK_TOPK_MAX, "one top-k limit");
 enum { GRAPH_MAX_N = 4, ATT_PART_PAIRS = 1024, ATT_SPLIT_KEYS = 128, ATT_SPLIT_LOG_MAX = 5 };
 
@@ -53,6 +54,7 @@ struct cu_state {
   size_t meta_ints, bt_cap;
   cu_meta meta;
   int qdim, kvdim, use_graphs;
+  int fold_norm;  // 1: RMSNorms folded into the following matrix-vector products (decode)
   int max_ctx;  // longest context of the batch being run
   int n_seqs;   // sequences of the batch being run
   cudaGraphExec_t graphs[GRAPH_MAX_N + 1][GRAPH_MAX_N + 1][ATT_SPLIT_LOG_MAX + 1];
@@ -229,13 +231,16 @@ static int cuda_prepare(wk_backend *b, const wk_model *m, const wk_backend_param
   const char *ge = getenv("WICK_CUDA_GRAPHS");
   s->use_graphs = !(ge && ge[0] == '0');
   // WICK_CUDA_MATVEC=int8 | f32 (f32 x for every type, v4) | stream (the
-  // streamed kernel); WICK_CUDA_PDL=0|1 (for comparison).
+  // streamed kernel); WICK_CUDA_PDL=0|1 (programmatic dependent launch of
+  // every decode kernel), WICK_CUDA_FOLD_NORM=0|1 (for comparison).
   const char *me = getenv("WICK_CUDA_MATVEC"), *pe = getenv("WICK_CUDA_PDL");
+  const char *fe = getenv("WICK_CUDA_FOLD_NORM");
   s->c.mv_f32x = !me                     ? MV_KERNEL_DEFAULT
                  : !strcmp(me, "f32")    ? MV_F32X
                  : !strcmp(me, "stream") ? MV_STREAM
                                          : MV_INT8;
-  s->c.mv_pdl = pe ? pe[0] == '1' : MV_PDL_DEFAULT;
+  s->c.pdl = pe ? pe[0] == '1' : PDL_DEFAULT;
+  s->fold_norm = fe ? fe[0] == '1' : FOLD_NORM_DEFAULT;
   // WICK_CUDA_FUSE_GLU=0: gate/up products and the gated unit as separate
   // launches even where the fused kernel applies (for comparison).
   const char *fg = getenv("WICK_CUDA_FUSE_GLU");
@@ -314,11 +319,13 @@ static int attn_splits_log2(const cu_state *s, int n, int max_ctx) {
 }
 
 // Several products of one x: one matrix-vector launch per run of matrices
-// of one type (Q/K/V, gate/up) for decode, else one GEMM each.
+// of one type (Q/K/V, gate/up) for decode, else one GEMM each. xn: an
+// RMSNorm folded into the products (decode only).
 static int matmul_group(cu_ctx *c, const cu_weight *const *ws, float *const *ys, int nw,
-                        const float *x, int n, wk_error *err) {
+                        const float *x, const cu_xnorm *xn, int n, wk_error *err) {
   int st;
   if (n > c->mv_max_tokens) {
+    if (xn) return cu_fail(err, WICK_ERR_INVALID, "cuda: folded RMSNorm on the GEMM path");
     for (int i = 0; i < nw; i++)
       if ((st = cu_matmul(c, ws[i], x, n, ys[i], 0.0f, err))) return st;
     return WICK_OK;
@@ -326,7 +333,7 @@ static int matmul_group(cu_ctx *c, const cu_weight *const *ws, float *const *ys,
   for (int i = 0; i < nw;) {
     int j = i + 1;
     while (j < nw && ws[j]->type == ws[i]->type && ws[j]->cols == ws[i]->cols) j++;
-    if ((st = cu_matvec_multi(c, ws + i, ys + i, j - i, x, n, 0.0f, err))) return st;
+    if ((st = cu_matvec_multi(c, ws + i, ys + i, j - i, x, xn, n, 0.0f, err))) return st;
     i = j;
   }
   return WICK_OK;
@@ -338,6 +345,10 @@ static int run_layers(cu_state *s, int n, int nl, int splits, wk_error *err) {
   int st;
 #define RUN(x) \
   if ((st = (x)) != WICK_OK) return st
+  // RMSNorms folded into the products that read them: decode sizes only (the
+  // GEMM path reads a normalized copy), streamed kernel only (v4 measured
+  // slower with the fold, docs/CUDA.md v7).
+  bool fold = s->fold_norm && n <= c->mv_max_tokens;
   RUN(cu_embed(c, &s->tok_embd, s->meta.tok, n, m->emb_scale, s->x, err));
   for (int l = 0; l < m->n_layers; l++) {
     const cu_layer *C = &s->layers[l];
@@ -346,10 +357,18 @@ static int run_layers(cu_state *s, int n, int nl, int splits, wk_error *err) {
     cu_attn_shape a = {m->n_heads, m->n_kv_heads, m->head_dim, m->rope_dim, m->rope_neox,
                        C->inv_freq, C->q_norm, C->k_norm, C->bq, C->bk, C->bv, m->norm_eps,
                        s->p.kv.block_size, m->attn_scale, m->attn_softcap, C->window};
-    RUN(cu_rmsnorm(c, s->x, NULL, C->attn_norm, m->norm_eps, m->dim, n, s->hb, false, err));
     const cu_weight *qkv[3] = {&C->wq, &C->wk, &C->wv};
     float *qkv_out[3] = {s->q, s->k, s->v};
-    RUN(matmul_group(c, qkv, qkv_out, 3, s->hb, n, err));
+    cu_xnorm an = {C->attn_norm, m->norm_eps}, fn = {C->ffn_norm, m->norm_eps};
+    bool fold_qkv = fold && cu_matvec_fold_ok(c, &C->wq) && cu_matvec_fold_ok(c, &C->wk) &&
+                    cu_matvec_fold_ok(c, &C->wv);
+    bool fold_ffn = fold && cu_matvec_fold_ok(c, &C->wg) && cu_matvec_fold_ok(c, &C->wu);
+    if (fold_qkv) {
+      RUN(matmul_group(c, qkv, qkv_out, 3, s->x, &an, n, err));
+    } else {
+      RUN(cu_rmsnorm(c, s->x, NULL, C->attn_norm, m->norm_eps, m->dim, n, s->hb, false, err));
+      RUN(matmul_group(c, qkv, qkv_out, 3, s->hb, NULL, n, err));
+    }
     RUN(cu_qkv_post(c, &a, &s->meta, n, s->q, s->k, s->v, kc, vc, err));
     RUN(cu_attention(c, &a, &s->meta, n, s->n_seqs, s->q, kc, vc, s->att, splits, s->part, err));
     if (C->post_attn) {
@@ -358,14 +377,17 @@ static int run_layers(cu_state *s, int n, int nl, int splits, wk_error *err) {
     } else {
       RUN(cu_matmul(c, &C->wo, s->att, n, s->x, 1.0f, err));
     }
-    RUN(cu_rmsnorm(c, s->x, NULL, C->ffn_norm, m->norm_eps, m->dim, n, s->hb, false, err));
+    if (!fold_ffn)
+      RUN(cu_rmsnorm(c, s->x, NULL, C->ffn_norm, m->norm_eps, m->dim, n, s->hb, false, err));
+    const float *fx = fold_ffn ? s->x : s->hb;
+    const cu_xnorm *fxn = fold_ffn ? &fn : NULL;
     int act = m->act == WK_ACT_GELU_TANH;
     if (cu_matvec_glu_ok(c, &C->wg, &C->wu, n)) {
-      RUN(cu_matvec_glu(c, &C->wg, &C->wu, s->hb, n, s->g, act, err));
+      RUN(cu_matvec_glu(c, &C->wg, &C->wu, fx, fxn, n, s->g, act, err));
     } else {
       const cu_weight *gu[2] = {&C->wg, &C->wu};
       float *gu_out[2] = {s->g, s->u};
-      RUN(matmul_group(c, gu, gu_out, 2, s->hb, n, err));
+      RUN(matmul_group(c, gu, gu_out, 2, fx, fxn, n, err));
       RUN(cu_glu(c, s->g, s->u, (long)n * m->ffn_dim, act, err));
     }
     if (C->post_ffn) {
@@ -375,12 +397,16 @@ static int run_layers(cu_state *s, int n, int nl, int splits, wk_error *err) {
       RUN(cu_matmul(c, &C->wd, s->g, n, s->x, 1.0f, err));
     }
   }
-  if (nl > 0) {
+  if (nl == 1 && n == 1 && fold && cu_matvec_fold_ok(c, &s->output)) {  // lrow[0] = 0
+    cu_xnorm on = {s->out_norm, m->norm_eps};
+    const cu_weight *wo = &s->output;
+    RUN(cu_matvec_multi(c, &wo, &s->logits, 1, s->x, &on, 1, 0.0f, err));
+  } else if (nl > 0) {
     RUN(cu_rmsnorm(c, s->x, s->meta.lrow, s->out_norm, m->norm_eps, m->dim, nl, s->lb, false, err));
     RUN(cu_matmul(c, &s->output, s->lb, nl, s->logits, 0.0f, err));
-    if (m->final_softcap > 0.0f)
-      RUN(cu_softcap(c, s->logits, (long)nl * m->vocab, m->final_softcap, err));
   }
+  if (nl > 0 && m->final_softcap > 0.0f)
+    RUN(cu_softcap(c, s->logits, (long)nl * m->vocab, m->final_softcap, err));
 #undef RUN
   return WICK_OK;
 }

@@ -73,13 +73,13 @@ extern "C" int cuda_test_matmul(int type, const void *w, int rows, int cols, con
                        {dw + rb * r2, type, rows - r2, cols, rb}};
     const cu_weight *wp[3] = {&w3[0], &w3[1], &w3[2]};
     float *yp[3] = {dy, dy + r1, dy + r2};
-    TRY(cu_matvec_multi(&b.c, wp, yp, 3, dx, 1, 0.0f, err));
+    TRY(cu_matvec_multi(&b.c, wp, yp, 3, dx, NULL, 1, 0.0f, err));
   } else if (path == 5) {  // y = W (W x): two launches, the second dependent on the first
     if (rows != cols)
       return cu_fail(err, WICK_ERR_INVALID, "path 5 needs a square matrix (%dx%d)", rows, cols);
     TRY(b.alloc(&dt, sizeof(float) * n * rows, err));
     CK(cudaMemset(dt, 0xff, sizeof(float) * n * rows));
-    b.c.mv_pdl = 1, b.c.mv_f32x = MV_STREAM;
+    b.c.pdl = 1, b.c.mv_f32x = MV_STREAM;
     TRY(cu_matvec(&b.c, &cw, dx, n, dt, 0.0f, err));
     TRY(cu_matvec(&b.c, &cw, dt, n, dy, 0.0f, err));
   } else {
@@ -90,16 +90,87 @@ extern "C" int cuda_test_matmul(int type, const void *w, int rows, int cols, con
   return WICK_OK;
 }
 
+// Counts the programmatic edges of g.
+static int count_prog_edges(cudaGraph_t g, int *count, wk_error *err) {
+  size_t ne = 0;
+  CK(cudaGraphGetEdges(g, NULL, NULL, NULL, &ne));
+  std::vector<cudaGraphNode_t> from(ne), to(ne);
+  std::vector<cudaGraphEdgeData> ed(ne);
+  if (ne) CK(cudaGraphGetEdges(g, from.data(), to.data(), ed.data(), &ne));
+  *count = 0;
+  for (size_t i = 0; i < ne; i++) *count += ed[i].type == cudaGraphDependencyTypeProgrammatic;
+  return WICK_OK;
+}
+
+extern "C" int cuda_test_matmul_norm(int type, const void *w, int rows, int cols, const float *x,
+                                     int n, const float *nw, float eps, int path, int graph,
+                                     float *y, int *prog_edges, wk_error *err) {
+  dev_bufs b;
+  TRY(b.init(err));
+  b.c.mv_max_tokens = 4;
+  b.c.pdl = 1;
+  b.c.mv_f32x = path == 3 ? MV_F32X : path == 4 ? MV_STREAM : MV_INT8;
+  size_t rb = wk_row_size(type, cols);
+  uint8_t *dw;
+  float *dtab, *dx, *dy, *dn;
+  int32_t *dids;
+  TRY(b.alloc(&dw, rb * rows + 16, err));
+  TRY(b.alloc(&dtab, sizeof(float) * n * cols, err));
+  TRY(b.alloc(&dx, sizeof(float) * n * cols, err));
+  TRY(b.alloc(&dy, sizeof(float) * n * rows, err));
+  TRY(b.alloc(&dn, sizeof(float) * cols, err));
+  TRY(b.alloc(&dids, sizeof(int32_t) * n, err));
+  std::vector<int32_t> ids(n);
+  for (int i = 0; i < n; i++) ids[i] = i;
+  CK(cudaMemcpy(dw, w, rb * rows, cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(dtab, x, sizeof(float) * n * cols, cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(dn, nw, sizeof(float) * cols, cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(dids, ids.data(), sizeof(int32_t) * n, cudaMemcpyHostToDevice));
+  CK(cudaMemset(dx, 0xff, sizeof(float) * n * cols));
+  CK(cudaMemset(dy, 0xff, sizeof(float) * n * rows));  // NaN
+  cu_weight cw = {dw, type, rows, cols, rb}, tab = {(const uint8_t *)dtab, WK_F32, n, cols,
+                                                    sizeof(float) * cols};
+  cu_xnorm xn = {dn, eps};
+  const cu_weight *wp = &cw;
+  *prog_edges = 0;
+  if (!graph) {
+    TRY(cu_embed(&b.c, &tab, dids, n, 1.0f, dx, err));
+    TRY(cu_matvec_multi(&b.c, &wp, &dy, 1, dx, &xn, n, 0.0f, err));
+  } else {
+    cudaGraph_t g;
+    cudaGraphExec_t ge;
+    CK(cudaStreamBeginCapture(b.c.st, cudaStreamCaptureModeThreadLocal));
+    int st = cu_embed(&b.c, &tab, dids, n, 1.0f, dx, err);
+    if (!st) st = cu_matvec_multi(&b.c, &wp, &dy, 1, dx, &xn, n, 0.0f, err);
+    cudaError_t e = cudaStreamEndCapture(b.c.st, &g);
+    if (st) return st;
+    CK(e);
+    st = count_prog_edges(g, prog_edges, err);
+    e = cudaGraphInstantiate(&ge, g, 0);
+    cudaGraphDestroy(g);
+    if (st) return st;
+    CK(e);
+    e = cudaGraphLaunch(ge, b.c.st);
+    if (e == cudaSuccess) e = cudaMemsetAsync(dy, 0xff, sizeof(float) * n * rows, b.c.st);
+    if (e == cudaSuccess) e = cudaGraphLaunch(ge, b.c.st);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(b.c.st);
+    cudaGraphExecDestroy(ge);
+    CK(e);
+  }
+  CK(cudaMemcpy(y, dy, sizeof(float) * n * rows, cudaMemcpyDeviceToHost));
+  return WICK_OK;
+}
+
 extern "C" int cuda_test_matvec_glu(int type, const void *wg, const void *wu, int rows, int cols,
-                                    const float *x, int n, int act, int path, float *y,
-                                    wk_error *err) {
+                                    const float *x, int n, const float *nw, float eps, int act,
+                                    int path, float *y, wk_error *err) {
   dev_bufs b;
   TRY(b.init(err));
   b.c.mv_max_tokens = 4;
   b.c.mv_f32x = path == 4 ? MV_STREAM : MV_INT8;
   size_t rb = wk_row_size(type, cols);
   uint8_t *dg, *du;
-  float *dx, *dy;
+  float *dx, *dy, *dn = NULL;
   TRY(b.alloc(&dg, rb * rows + 16, err));
   TRY(b.alloc(&du, rb * rows + 16, err));
   TRY(b.alloc(&dx, sizeof(float) * n * cols, err));
@@ -108,8 +179,13 @@ extern "C" int cuda_test_matvec_glu(int type, const void *wg, const void *wu, in
   CK(cudaMemcpy(du, wu, rb * rows, cudaMemcpyHostToDevice));
   CK(cudaMemcpy(dx, x, sizeof(float) * n * cols, cudaMemcpyHostToDevice));
   CK(cudaMemset(dy, 0xff, sizeof(float) * n * rows));  // NaN
+  if (nw) {
+    TRY(b.alloc(&dn, sizeof(float) * cols, err));
+    CK(cudaMemcpy(dn, nw, sizeof(float) * cols, cudaMemcpyHostToDevice));
+  }
   cu_weight cg = {dg, type, rows, cols, rb}, cu = {du, type, rows, cols, rb};
-  TRY(cu_matvec_glu(&b.c, &cg, &cu, dx, n, dy, act, err));
+  cu_xnorm xn = {dn, eps};
+  TRY(cu_matvec_glu(&b.c, &cg, &cu, dx, nw ? &xn : NULL, n, dy, act, err));
   CK(cudaMemcpy(y, dy, sizeof(float) * n * rows, cudaMemcpyDeviceToHost));
   return WICK_OK;
 }
@@ -302,6 +378,7 @@ static int bench_one(dev_bufs &b, int type, const uint8_t *w, size_t rb, int row
   if (k.mode < 2) {
     cu_weight cw = {w, type, rows, cols, rb};
     b.c.mv_f32x = k.mode == 0 ? MV_INT8 : MV_F32X;
+    b.c.pdl = k.pdl;
     return cu_matvec(&b.c, &cw, x, 1, y, 0.0f, err);
   }
   cudaError_t e = cudaErrorNotSupported;

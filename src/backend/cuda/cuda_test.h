@@ -23,12 +23,25 @@ extern "C" {
 // the first's output.
 int cuda_test_matmul(int type, const void *w, int rows, int cols, const float *x, int n, float *y,
                      int path, wk_error *err);
-// y (n x rows) = act(x . Wg^T) * (x . Wu^T) through the fused gate/up
+// y (n x rows) = (rmsnorm(x) * nw) . W^T, the norm (eps) folded into the
+// matrix-vector kernel of path 0, 3 or 4 of cuda_test_matmul (only the
+// streamed kernel takes it: WICK_ERR_UNSUPPORTED from v4). x is written
+// on the device first by the embedding kernel (an F32 table of the n rows),
+// and the product launched after it by programmatic dependent launch.
+// graph: both launches captured in a CUDA graph, replayed twice (the output
+// poisoned in between); *prog_edges gets the graph's programmatic edges (0
+// without graph).
+int cuda_test_matmul_norm(int type, const void *w, int rows, int cols, const float *x, int n,
+                          const float *nw, float eps, int path, int graph, float *y,
+                          int *prog_edges, wk_error *err);
+// y (n x rows) = act(x' . Wg^T) * (x' . Wu^T) through the fused gate/up
 // matrix-vector kernel of path 0 (quantized types) or 4 (every type) of
-// cuda_test_matmul (act 0 SiLU, 1 GELU-tanh; n at most 4). Returns
+// cuda_test_matmul (act 0 SiLU, 1 GELU-tanh; n at most 4), x' = x, or with
+// nw != NULL rmsnorm(x) * nw folded into the kernel. Returns
 // WICK_ERR_INVALID for a pair the kernel does not serve.
 int cuda_test_matvec_glu(int type, const void *wg, const void *wu, int rows, int cols,
-                         const float *x, int n, int act, int path, float *y, wk_error *err);
+                         const float *x, int n, const float *nw, float eps, int act, int path,
+                         float *y, wk_error *err);
 // out (n x cols) = scale * row ids[i] of W.
 int cuda_test_embed(int type, const void *w, int rows, int cols, const int32_t *ids, int n,
                     float scale, float *out, wk_error *err);
@@ -57,7 +70,7 @@ int cuda_bench_attention(const cuda_test_attn *a, int iters, double *us, wk_erro
 typedef struct cuda_mv_cfg {
   int mode;    // 0: the default kernels (v5 int8 x / v4); 1: v4 (f32 x); 2: streamed kernel,
                // int8 x for the quantized types; 3: streamed, f32 x
-  int pdl;     // 1: programmatic dependent launch between the timed launches (streamed)
+  int pdl;     // 1: programmatic dependent launch between the timed launches
   int shape;   // streamed (threads, rows a warp): 0 the type's; 1 (256, 1), 2 (128, 4),
                // 3 (512, 2) for f16, q4_k, q6_k, q8_0, fp8_e4m3
   int chunk;   // target bytes of a row's chunk; 0: the type's

@@ -80,6 +80,36 @@ static __device__ __forceinline__ float block_max(float v, float *scratch) {
 
 static inline int cu_div_up(long a, long b) { return (int)((a + b - 1) / b); }
 
+// Programmatic dependent launch (cu_launch with pdl): a kernel may start
+// while the previous kernel of its stream still runs. It calls pdl_wait()
+// before it reads what an earlier kernel wrote or writes what one reads
+// (the wait returns once the previous grid has completed and its writes
+// are visible; that grid waited for its own predecessor before it could
+// complete, so every earlier kernel is done too), and pdl_launch_next() to
+// let the next kernel start launching. Every thread of every block waits
+// before it exits or writes. Both are no-ops in a kernel launched plainly.
+static __device__ __forceinline__ void pdl_wait() {
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+}
+static __device__ __forceinline__ void pdl_launch_next() {
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+}
+
+// kern<<<grid, block, smem, st>>>(args...), by programmatic dependent launch
+// when pdl is set (graph capture turns it into a programmatic edge).
+template <typename... P, typename... A>
+static inline cudaError_t cu_launch(bool pdl, cudaStream_t st, dim3 grid, dim3 block, size_t smem,
+                                    void (*kern)(P...), A... args) {
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = grid, cfg.blockDim = block, cfg.dynamicSmemBytes = smem, cfg.stream = st;
+  cudaLaunchAttribute at[1];
+  at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  at[0].val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = at;
+  cfg.numAttrs = pdl ? 1 : 0;
+  return cudaLaunchKernelEx(&cfg, kern, args...);
+}
+
 // The gated unit's activation: 0 SiLU (SwiGLU), 1 GELU with tanh (GeGLU).
 static __device__ __forceinline__ float glu_act(float x, int act) {
   if (act == 0) return x / (1.0f + expf(-x));

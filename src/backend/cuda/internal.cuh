@@ -24,7 +24,8 @@ struct cu_ctx {
   int mv_max_tokens;      // at most this many tokens take the matrix-vector path
   int mv_f32x;            // matrix-vector kernels: MV_INT8, MV_F32X or MV_STREAM (below)
   int mv_glu_off;         // 1: gate/up and the gated unit as separate launches
-  int mv_pdl;             // 1: the streamed kernel uses programmatic dependent launch
+  int pdl;                // 1: the decode kernels (all but the GEMM path's and flash
+                          // attention) use programmatic dependent launch
 };
 // cu_ctx.mv_f32x: MV_INT8, x rounded to int8 per 32 values for the quantized
 // types (the streamed kernel for the types of mvs_cfg<T>::DEFAULT, else v5;
@@ -33,21 +34,33 @@ struct cu_ctx {
 // the quantized types, f32 x for the others, fused gate/up).
 enum { MV_INT8 = 0, MV_F32X = 1, MV_STREAM = 2 };
 
+// An RMSNorm folded into a matrix-vector product's input: the kernel reads
+// each token's x as rmsnorm(x) * w (the row's scale applied to the sums).
+struct cu_xnorm {
+  const float *w;  // [cols] norm weight
+  float eps;
+};
+
 // y[t][r] = sum_c W[r][c] * x[t][c] + beta * y[t][r] for t < n; x is
 // n rows of w->cols floats, y n rows of w->rows floats.
 int cu_matmul(cu_ctx *c, const cu_weight *w, const float *x, int n, float *y, float beta,
               wk_error *err);
 // The matrix-vector kernel for nw (1..3) matrices of one type and row length
-// that read the same x: ys[i] = ws[i] x (+ beta ys[i]), one launch.
+// that read the same x: ys[i] = ws[i] x (+ beta ys[i]), one launch; with xn
+// (where cu_matvec_fold_ok), ws[i] (rmsnorm(x) * xn->w) instead.
 int cu_matvec_multi(cu_ctx *c, const cu_weight *const *ws, float *const *ys, int nw,
-                    const float *x, int n, float beta, wk_error *err);
+                    const float *x, const cu_xnorm *xn, int n, float beta, wk_error *err);
+// Whether cu_matvec_multi / cu_matvec_glu can fold an RMSNorm into w's
+// product under c's kernel choice (the streamed kernel: every quantized type
+// by default, every type with MV_STREAM).
+bool cu_matvec_fold_ok(const cu_ctx *c, const cu_weight *w);
 // Whether cu_matvec_glu serves this gate/up pair for n tokens (MV_INT8 and a
 // quantized type, or MV_STREAM; one type and shape; n within the decode limit).
 bool cu_matvec_glu_ok(const cu_ctx *c, const cu_weight *wg, const cu_weight *wu, int n);
 // g[t] = act(wg x[t]) * (wu x[t]) in one launch (act: 0 SiLU, 1 GELU-tanh);
-// g has n rows of wg->rows floats.
-int cu_matvec_glu(cu_ctx *c, const cu_weight *wg, const cu_weight *wu, const float *x, int n,
-                  float *g, int act, wk_error *err);
+// g has n rows of wg->rows floats; xn as in cu_matvec_multi.
+int cu_matvec_glu(cu_ctx *c, const cu_weight *wg, const cu_weight *wu, const float *x,
+                  const cu_xnorm *xn, int n, float *g, int act, wk_error *err);
 // Always the matrix-vector kernel (tests, benchmarks).
 int cu_matvec(cu_ctx *c, const cu_weight *w, const float *x, int n, float *y, float beta,
               wk_error *err);

@@ -9,6 +9,8 @@
 template <int T>
 __global__ void k_embed(const uint8_t *__restrict__ W, size_t row_bytes, int rows, int cols,
                         const int32_t *__restrict__ tok, float scale, float *__restrict__ x) {
+  pdl_launch_next();
+  pdl_wait();
   int t = blockIdx.y;
   int g = blockIdx.x * blockDim.x + threadIdx.x;
   if (g >= cols / 32) return;
@@ -54,9 +56,15 @@ static int type_error(const cu_weight *w, wk_error *err) {
   return cu_fail(err, WICK_ERR_UNSUPPORTED, "cuda: weight type %d has no CUDA kernel", w->type);
 }
 
+// The folded norm of a launch (xn NULL: none) into its jobs.
+static void set_norm(mv_jobs *js, const cu_xnorm *xn) {
+  js->nw = xn ? xn->w : NULL;
+  js->eps = xn ? xn->eps : 0.0f;
+}
+
 template <int T>
-static void launch_v4(cu_ctx *c, const cu_weight *const *ws, float *const *ys, int nw,
-                      const float *x, int n, float beta) {
+static cudaError_t launch_v4(cu_ctx *c, const cu_weight *const *ws, float *const *ys, int nw,
+                             const float *x, int n, float beta) {
   constexpr int R = mv_cfg<T>::R, NT = mv_cfg<T>::NT;
   mv_jobs js = {};
   int blocks = 0;
@@ -65,7 +73,8 @@ static void launch_v4(cu_ctx *c, const cu_weight *const *ws, float *const *ys, i
     blocks += js.j[i].nblk;
   }
   js.n = nw;
-  k_matvec<T, R, NT><<<dim3(blocks, n), NT, 0, c->st>>>(js, ws[0]->cols, x, beta);
+  return cu_launch(c->pdl, c->st, dim3(blocks, n), dim3(NT), 0, k_matvec<T, R, NT>, js,
+                   ws[0]->cols, x, beta);
 }
 
 // The streamed kernel: int8 x for the quantized types (unless the int8 x
@@ -75,7 +84,7 @@ template <int T, bool GLU>
 static cudaError_t launch_mvs(const cu_ctx *c, const mv_jobs &js, int cols, const float *x, int n,
                               float beta, int act) {
   constexpr int NT = mvs_cfg<T>::NT, RW = mvs_cfg<T>::RW;
-  mvs_opts o = {mvs_cfg<T>::CHUNK, mvs_cfg<T>::STAGES, c->mv_pdl != 0};
+  mvs_opts o = {mvs_cfg<T>::CHUNK, mvs_cfg<T>::STAGES, c->pdl != 0};
   if constexpr (mvq_has<T>::value) {
     cudaError_t e = mvs_launch<T, NT, RW, GLU, true>(js, cols, x, n, beta, act, o, c->st);
     if (e != cudaErrorInvalidValue) return e;
@@ -85,8 +94,8 @@ static cudaError_t launch_mvs(const cu_ctx *c, const mv_jobs &js, int cols, cons
 
 // v5: x rounded to int8 in registers (quantized types).
 template <int T>
-static void launch_v5(cu_ctx *c, const cu_weight *const *ws, float *const *ys, int nw,
-                      const float *x, int n, float beta) {
+static cudaError_t launch_v5(cu_ctx *c, const cu_weight *const *ws, float *const *ys, int nw,
+                             const float *x, int n, float beta) {
   constexpr int R = mvq_cfg<T>::R, NT = mvq_cfg<T>::NT;
   mv_jobs js = {};
   int blocks = 0;
@@ -95,28 +104,47 @@ static void launch_v5(cu_ctx *c, const cu_weight *const *ws, float *const *ys, i
     blocks += js.j[i].nblk;
   }
   js.n = nw;
-  k_matvec_q8<T, R, NT, false><<<dim3(blocks, n), NT, 0, c->st>>>(js, ws[0]->cols, x, beta, 0);
+  return cu_launch(c->pdl, c->st, dim3(blocks, n), dim3(NT), 0, k_matvec_q8<T, R, NT, false>, js,
+                   ws[0]->cols, x, beta, 0);
+}
+
+// Which kernel serves type T under the context's choice (only the streamed
+// one folds an RMSNorm into x).
+enum { KER_V4, KER_V5, KER_MVS };
+template <int T>
+static int pick_kernel(const cu_ctx *c) {
+  if (c->mv_f32x == MV_STREAM || (c->mv_f32x == MV_INT8 && mvs_cfg<T>::DEFAULT)) return KER_MVS;
+  return c->mv_f32x == MV_INT8 && mvq_has<T>::value ? KER_V5 : KER_V4;
 }
 
 template <int T>
 static cudaError_t launch_matvec(cu_ctx *c, const cu_weight *const *ws, float *const *ys, int nw,
-                                 const float *x, int n, float beta) {
-  if (c->mv_f32x == MV_STREAM || (c->mv_f32x == MV_INT8 && mvs_cfg<T>::DEFAULT)) {
+                                 const float *x, const cu_xnorm *xn, int n, float beta) {
+  int k = pick_kernel<T>(c);
+  if (k == KER_MVS) {
     mv_jobs js = {};
     for (int i = 0; i < nw; i++) js.j[i] = {ws[i]->d, ws[i]->row_bytes, ws[i]->rows, 0, ys[i]};
     js.n = nw;
+    set_norm(&js, xn);
     return launch_mvs<T, false>(c, js, ws[0]->cols, x, n, beta, 0);
   }
-  bool done = false;
+  if (xn) return cudaErrorNotSupported;
   if constexpr (mvq_has<T>::value) {
-    if (c->mv_f32x == MV_INT8) launch_v5<T>(c, ws, ys, nw, x, n, beta), done = true;
+    if (k == KER_V5) return launch_v5<T>(c, ws, ys, nw, x, n, beta);
   }
-  if (!done) launch_v4<T>(c, ws, ys, nw, x, n, beta);
-  return cudaGetLastError();
+  return launch_v4<T>(c, ws, ys, nw, x, n, beta);
+}
+
+bool cu_matvec_fold_ok(const cu_ctx *c, const cu_weight *w) {
+#define WK_CASE_(t) \
+  if (w->type == t) return pick_kernel<t>(c) == KER_MVS;
+  WK_CUDA_TYPES(WK_CASE_)
+#undef WK_CASE_
+  return false;
 }
 
 int cu_matvec_multi(cu_ctx *c, const cu_weight *const *ws, float *const *ys, int nw,
-                    const float *x, int n, float beta, wk_error *err) {
+                    const float *x, const cu_xnorm *xn, int n, float beta, wk_error *err) {
   if (nw < 1 || nw > 3) return cu_fail(err, WICK_ERR_INVALID, "cuda: %d matrices in one launch", nw);
   for (int i = 0; i < nw; i++)
     if (ws[i]->type != ws[0]->type || ws[i]->cols != ws[0]->cols || ws[i]->cols % 32)
@@ -124,13 +152,16 @@ int cu_matvec_multi(cu_ctx *c, const cu_weight *const *ws, float *const *ys, int
   cudaError_t e = cudaSuccess;
 #define WK_CASE_(t)                                          \
   case t:                                                    \
-    e = launch_matvec<t>(c, ws, ys, nw, x, n, beta);         \
+    e = launch_matvec<t>(c, ws, ys, nw, x, xn, n, beta);     \
     break;
   switch (ws[0]->type) {
     WK_CUDA_TYPES(WK_CASE_)
     default: return type_error(ws[0], err);
   }
 #undef WK_CASE_
+  if (e == cudaErrorNotSupported)
+    return cu_fail(err, WICK_ERR_UNSUPPORTED, "cuda: type %d: only the streamed matrix-vector "
+                   "kernel takes a folded RMSNorm (this context picks v4 or v5)", ws[0]->type);
   CK(e);
   CK_LAUNCH();
   return WICK_OK;
@@ -155,25 +186,28 @@ bool cu_matvec_glu_ok(const cu_ctx *c, const cu_weight *wg, const cu_weight *wu,
 
 template <int T>
 static cudaError_t launch_glu(cu_ctx *c, const cu_weight *wg, const cu_weight *wu, const float *x,
-                              int n, float *g, int act) {
+                              const cu_xnorm *xn, int n, float *g, int act) {
   mv_jobs js = {};
   js.n = 2;
   if (c->mv_f32x == MV_STREAM || mvs_cfg<T>::DEFAULT) {
     js.j[0] = {wg->d, wg->row_bytes, wg->rows, 0, g};
     js.j[1] = {wu->d, wu->row_bytes, wu->rows, 0, NULL};
+    set_norm(&js, xn);
     return launch_mvs<T, true>(c, js, wg->cols, x, n, 0.0f, act);
   }
   if constexpr (mvq_has<T>::value) {
+    if (xn) return cudaErrorNotSupported;
     constexpr int R = mvq_cfg<T>::R, NT = mvq_cfg<T>::NT;
     js.j[0] = {wg->d, wg->row_bytes, wg->rows, cu_div_up(wg->rows, R / 2), g};
     js.j[1] = {wu->d, wu->row_bytes, wu->rows, 0, NULL};
-    k_matvec_q8<T, R, NT, true><<<dim3(js.j[0].nblk, n), NT, 0, c->st>>>(js, wg->cols, x, 0.0f, act);
+    return cu_launch(c->pdl, c->st, dim3(js.j[0].nblk, n), dim3(NT), 0,
+                     k_matvec_q8<T, R, NT, true>, js, wg->cols, x, 0.0f, act);
   }
-  return cudaGetLastError();
+  return cudaErrorNotSupported;
 }
 
-int cu_matvec_glu(cu_ctx *c, const cu_weight *wg, const cu_weight *wu, const float *x, int n,
-                  float *g, int act, wk_error *err) {
+int cu_matvec_glu(cu_ctx *c, const cu_weight *wg, const cu_weight *wu, const float *x,
+                  const cu_xnorm *xn, int n, float *g, int act, wk_error *err) {
   if (!cu_matvec_glu_ok(c, wg, wu, n))
     return cu_fail(err, WICK_ERR_INVALID, "cuda: gate/up of types %d/%d, %dx%d/%dx%d, %d tokens "
                    "cannot take the fused gated matrix-vector kernel", wg->type, wu->type, wg->rows,
@@ -181,13 +215,16 @@ int cu_matvec_glu(cu_ctx *c, const cu_weight *wg, const cu_weight *wu, const flo
   cudaError_t e = cudaSuccess;
 #define WK_CASE_(t)                                   \
   case t:                                             \
-    e = launch_glu<t>(c, wg, wu, x, n, g, act);       \
+    e = launch_glu<t>(c, wg, wu, x, xn, n, g, act);   \
     break;
   switch (wg->type) {
     WK_CUDA_TYPES(WK_CASE_)
     default: return type_error(wg, err);
   }
 #undef WK_CASE_
+  if (e == cudaErrorNotSupported)
+    return cu_fail(err, WICK_ERR_UNSUPPORTED, "cuda: type %d: only the streamed gate/up kernel "
+                   "takes a folded RMSNorm (this context picks v5)", wg->type);
   CK(e);
   CK_LAUNCH();
   return WICK_OK;
@@ -195,21 +232,24 @@ int cu_matvec_glu(cu_ctx *c, const cu_weight *wg, const cu_weight *wu, const flo
 
 int cu_matvec(cu_ctx *c, const cu_weight *w, const float *x, int n, float *y, float beta,
               wk_error *err) {
-  return cu_matvec_multi(c, &w, &y, 1, x, n, beta, err);
+  return cu_matvec_multi(c, &w, &y, 1, x, NULL, n, beta, err);
 }
 
 int cu_embed(cu_ctx *c, const cu_weight *w, const int32_t *tok, int n, float scale, float *x,
              wk_error *err) {
   dim3 grid(cu_div_up(w->cols / 32, 128), n);
-#define WK_CASE_(t)                                                                           \
-  case t:                                                                                     \
-    k_embed<t><<<grid, 128, 0, c->st>>>(w->d, w->row_bytes, w->rows, w->cols, tok, scale, x); \
+  cudaError_t e = cudaSuccess;
+#define WK_CASE_(t)                                                                         \
+  case t:                                                                                   \
+    e = cu_launch(c->pdl, c->st, grid, dim3(128), 0, k_embed<t>, w->d, w->row_bytes, w->rows, \
+                  w->cols, tok, scale, x);                                                  \
     break;
   switch (w->type) {
     WK_CUDA_TYPES(WK_CASE_)
     default: return type_error(w, err);
   }
 #undef WK_CASE_
+  CK(e);
   CK_LAUNCH();
   return WICK_OK;
 }

@@ -3,7 +3,12 @@
 // v5 (x rounded to int8 in registers, the quantized types). Weights are read
 // straight into registers (mvs.cuh streams them through shared memory
 // instead). One launch may serve up to three matrices of one type that read
-// the same x (Q/K/V, gate/up): blocks are dealt to them in order.
+// the same x (Q/K/V, gate/up): blocks are dealt to them in order. Every
+// kernel is launched with programmatic dependent launch when the context
+// asks for it (helpers.cuh): it lets the next kernel launch at once and
+// waits for the previous one before it reads x. An RMSNorm may be folded
+// into x (mv_jobs.nw) for the streamed kernel only (mvs.cuh); v4 and v5
+// take x as it is (v7 in docs/CUDA.md: the fold slowed v4 down).
 #ifndef WICK_BACKEND_CUDA_MATVEC_CUH
 #define WICK_BACKEND_CUDA_MATVEC_CUH
 
@@ -20,7 +25,32 @@ struct mv_job {
 struct mv_jobs {
   mv_job j[3];
   int n;
+  const float *nw;  // [cols] folded RMSNorm (streamed kernel): x read as rmsnorm(x) * nw;
+                    // NULL: x as it is
+  float eps;        // the norm's epsilon
 };
+
+// The folded norm on one group of 32 x values: adds their squares to *ss
+// and multiplies them by the norm's weights (the 1 / rms of the row is
+// applied to the finished sums).
+static __device__ __forceinline__ void mv_norm32(float *xv, const float *__restrict__ nw, int g,
+                                                 float *ss) {
+  const float4 *np = (const float4 *)(nw + 32 * g);
+  float s = *ss;
+#pragma unroll
+  for (int i = 0; i < 8; i++) {
+    float4 w = __ldg(np + i);
+    float *v = xv + 4 * i;
+    s += v[0] * v[0] + v[1] * v[1] + v[2] * v[2] + v[3] * v[3];
+    v[0] *= w.x, v[1] *= w.y, v[2] *= w.z, v[3] *= w.w;
+  }
+  *ss = s;
+}
+
+// 1 / rms of a row from its sum of squares over cols values.
+static __device__ __forceinline__ float mv_rscale(float ss, int cols, float eps) {
+  return rsqrtf(ss / (float)cols + eps);
+}
 
 // The job of this block and the block's index inside it.
 static __device__ __forceinline__ void mv_pick(const mv_jobs &js, const uint8_t **W,
@@ -73,6 +103,8 @@ __global__ void __launch_bounds__(NT) k_matvec(mv_jobs js, int cols, const float
   y += (size_t)tok * rows;
   int r0 = b * R;
   int ng = cols / 32;
+  pdl_launch_next();
+  pdl_wait();
   float acc[R];
 #pragma unroll
   for (int r = 0; r < R; r++) acc[r] = 0.0f;
@@ -117,6 +149,8 @@ __global__ void __launch_bounds__(NT) k_matvec_q8(mv_jobs js, int cols,
   constexpr int H = R / 2;
   if (GLU) b = blockIdx.x;  // every block serves both matrices; W, y are gate's
   int tok = blockIdx.y;
+  pdl_launch_next();
+  pdl_wait();
   x += (size_t)tok * cols;
   y += (size_t)tok * rows;
   int r0 = GLU ? b * H : b * R;

@@ -23,6 +23,12 @@
 // kernel, so the block issues them first and waits for the previous grid
 // (griddepcontrol.wait, a no-op without pdl) only before it reads x; each
 // block lets the next grid launch as soon as it starts.
+//
+// Folded RMSNorm (js.nw): int8 x, the block's prologue multiplies x by the
+// norm weight before rounding it and sums the squares of the row (one
+// block-wide sum); f32 x, each warp does both on the values it reads and
+// sums the squares over a tile's chunks (a warp reads every column of its
+// rows). Either way the 1 / rms of the row scales the finished row sums.
 #ifndef WICK_BACKEND_CUDA_MVS_CUH
 #define WICK_BACKEND_CUDA_MVS_CUH
 
@@ -108,7 +114,7 @@ static __device__ __forceinline__ int mvs_wrow(int w, int i) {
 }
 
 template <int T, int NT, int RW, bool GLU, bool Q8>
-__global__ void __launch_bounds__(NT) k_mvs(mv_jobs js, mvs_shape sh, int cols,
+__global__ void __launch_bounds__(NT, 1) k_mvs(mv_jobs js, mvs_shape sh, int cols,
                                             const float *__restrict__ x, float beta, int act) {
   constexpr int NW = NT / 32, RT = NW * RW;
   constexpr int BYTES = qtype<T>::BYTES, GPB = qtype<T>::BLOCK / 32;
@@ -116,6 +122,7 @@ __global__ void __launch_bounds__(NT) k_mvs(mv_jobs js, mvs_shape sh, int cols,
   static_assert(RT <= 32, "one producer lane a tile row");
   extern __shared__ uint4 mvs_smem[];
   __shared__ uint64_t bar_w[6], bar_x[6];  // per stage: weights landed, x landed (f32 x)
+  __shared__ float red[32], rs_q8;         // folded norm, int8 x: sum of squares, 1 / rms
   constexpr int XB = Q8 ? 0 : qtype<T>::BLOCK * 4;  // f32 x bytes a quant block
   uint8_t *stage = (uint8_t *)mvs_smem;
   const int wbytes = RT * sh.srow, stage_bytes = wbytes + sh.cb * XB;
@@ -168,7 +175,9 @@ __global__ void __launch_bounds__(NT) k_mvs(mv_jobs js, mvs_shape sh, int cols,
   asm volatile("griddepcontrol.wait;" ::: "memory");
   if (warp == 0)
     for (int u = 0; u < pre && u < units; u++) issue_x(u);
+  float ssw = 0.0f;  // folded norm, f32 x: the lane's squares of the tile's columns
   if constexpr (Q8) {
+    float ss = 0.0f;
     for (int g = tid; g < cols / 32; g += NT) {
       float xv[32];
       const float4 *xp = (const float4 *)(x + 32 * g);
@@ -177,6 +186,7 @@ __global__ void __launch_bounds__(NT) k_mvs(mv_jobs js, mvs_shape sh, int cols,
         float4 v = __ldg(xp + i);
         xv[4 * i] = v.x, xv[4 * i + 1] = v.y, xv[4 * i + 2] = v.z, xv[4 * i + 3] = v.w;
       }
+      if (js.nw) mv_norm32(xv, js.nw, g, &ss);
       uint32_t qx[8];
       int il, ih;
       float dx;
@@ -186,6 +196,8 @@ __global__ void __launch_bounds__(NT) k_mvs(mv_jobs js, mvs_shape sh, int cols,
       o[1] = make_uint4(qx[4], qx[5], qx[6], qx[7]);
       xm[g] = make_uint2(__float_as_uint(dx), ((uint32_t)il & 0xffffu) | ((uint32_t)ih << 16));
     }
+    float rs = js.nw ? mv_rscale(block_sum(ss, red), cols, js.eps) : 1.0f;
+    if (tid == 0) rs_q8 = rs;  // read after the main loop's first barrier
   }
 
   float acc[RW];
@@ -229,6 +241,7 @@ __global__ void __launch_bounds__(NT) k_mvs(mv_jobs js, mvs_shape sh, int cols,
           float4 v = xp[k];
           xv[4 * k] = v.x, xv[4 * k + 1] = v.y, xv[4 * k + 2] = v.z, xv[4 * k + 3] = v.w;
         }
+        if (js.nw) mv_norm32(xv, js.nw, g, &ssw);
         xsum sx = {0.0f, 0.0f};
 #pragma unroll
         for (int l = 0; l < 16; l++) sx.lo += xv[l], sx.hi += xv[l + 16];
@@ -238,8 +251,14 @@ __global__ void __launch_bounds__(NT) k_mvs(mv_jobs js, mvs_shape sh, int cols,
     }
     if (c != sh.nc - 1) continue;
     // Last chunk of the tile: the warp's row sums.
+    float rs = 1.0f;
+    if constexpr (Q8) {
+      rs = rs_q8;
+    } else if (js.nw) {
+      rs = mv_rscale(warp_sum(ssw), cols, js.eps), ssw = 0.0f;
+    }
 #pragma unroll
-    for (int i = 0; i < RW; i++) acc[i] = warp_sum(acc[i]);
+    for (int i = 0; i < RW; i++) acc[i] = warp_sum(acc[i]) * rs;
     if (lane == 0) {
       int rows = ji == 0 ? js.j[0].rows : ji == 1 ? js.j[1].rows : js.j[2].rows;
       float *y = (ji == 0 ? js.j[0].y : ji == 1 ? js.j[1].y : js.j[2].y) + (size_t)tok * rows;
@@ -324,17 +343,8 @@ static cudaError_t mvs_launch(mv_jobs js, int cols, const float *x, int n, float
   // blocks finish together.
   long slots = (long)per_sm * sms;
   sh.tpb = (int)(((long)sh.tiles * n + slots - 1) / slots);
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(cu_div_up(sh.tiles, sh.tpb), n);
-  cfg.blockDim = dim3(NT);
-  cfg.dynamicSmemBytes = smem;
-  cfg.stream = st;
-  cudaLaunchAttribute at[1];
-  at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  at[0].val.programmaticStreamSerializationAllowed = 1;
-  cfg.attrs = at;
-  cfg.numAttrs = o.pdl ? 1 : 0;
-  return cudaLaunchKernelEx(&cfg, kern, js, sh, cols, x, beta, act);
+  return cu_launch(o.pdl, st, dim3(cu_div_up(sh.tiles, sh.tpb), n), dim3(NT), smem, kern, js, sh,
+                   cols, x, beta, act);
 }
 
 #endif

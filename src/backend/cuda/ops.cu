@@ -1,6 +1,8 @@
 // Element-wise and normalization ops: RMSNorm (optionally gathered rows and
 // fused residual add), the Q/K/V epilogue (biases, per-head norms, RoPE, KV
-// cache write), the gated activations and the logit soft-cap.
+// cache write), the gated activations and the logit soft-cap. Each kernel
+// lets the next launch start at once and waits for the previous one before
+// it touches the activations (programmatic dependent launch, helpers.cuh).
 #include "backend/cuda/internal.cuh"
 
 // One block a row; each thread keeps its (at most RN_K) float4s of the row in
@@ -11,6 +13,8 @@ __global__ void k_rmsnorm(const float *__restrict__ x, const int32_t *__restrict
                           const float *__restrict__ w, float eps, int dim, float *__restrict__ out,
                           int add) {
   __shared__ float scratch[32];
+  pdl_launch_next();
+  pdl_wait();
   int t = blockIdx.x, nv = dim / 4;
   const float4 *xr = (const float4 *)(x + (size_t)(rows ? rows[t] : t) * dim);
   const float4 *wr = (const float4 *)w;
@@ -48,7 +52,8 @@ int cu_rmsnorm(cu_ctx *c, const float *x, const int32_t *rows, const float *w, f
   if (dim % 4 || nv > threads * RN_K)
     return cu_fail(err, WICK_ERR_UNSUPPORTED, "cuda: rmsnorm of %d values (expected a multiple of 4, <= %d)",
                    dim, 1024 * RN_K * 4);
-  k_rmsnorm<<<n, threads, 0, c->st>>>(x, rows, w, eps, dim, out, add);
+  CK(cu_launch(c->pdl, c->st, dim3(n), dim3(threads), 0, k_rmsnorm, x, rows, w, eps, dim, out,
+               (int)add));
   CK_LAUNCH();
   return WICK_OK;
 }
@@ -59,6 +64,8 @@ __global__ void k_qkv_post(cu_attn_shape a, cu_meta m, float *__restrict__ q,
                            __half *__restrict__ kc, __half *__restrict__ vc) {
   __shared__ float scratch[32];
   __shared__ float hv[1024];
+  pdl_launch_next();
+  pdl_wait();
   int t = blockIdx.x, h = blockIdx.y, i = threadIdx.x, hd = a.head_dim;
   int nq = a.n_heads, nkv = a.n_kv_heads;
   size_t slot = (size_t)m.slot[t];
@@ -109,30 +116,34 @@ int cu_qkv_post(cu_ctx *c, const cu_attn_shape *a, const cu_meta *m, int n, floa
     return cu_fail(err, WICK_ERR_UNSUPPORTED, "cuda: head_dim %d (expected a multiple of 32, <= 1024)",
                    a->head_dim);
   dim3 grid(n, a->n_heads + 2 * a->n_kv_heads);
-  k_qkv_post<<<grid, a->head_dim, 0, c->st>>>(*a, *m, q, k, v, kc, vc);
+  CK(cu_launch(c->pdl, c->st, grid, dim3(a->head_dim), 0, k_qkv_post, *a, *m, q, k, v, kc, vc));
   CK_LAUNCH();
   return WICK_OK;
 }
 
 __global__ void k_glu(float *__restrict__ g, const float *__restrict__ u, long n, int act) {
+  pdl_launch_next();
+  pdl_wait();
   long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= n) return;
   g[i] = glu_act(g[i], act) * u[i];
 }
 
 int cu_glu(cu_ctx *c, float *g, const float *u, long n, int act, wk_error *err) {
-  k_glu<<<cu_div_up(n, 256), 256, 0, c->st>>>(g, u, n, act);
+  CK(cu_launch(c->pdl, c->st, dim3(cu_div_up(n, 256)), dim3(256), 0, k_glu, g, u, n, act));
   CK_LAUNCH();
   return WICK_OK;
 }
 
 __global__ void k_softcap(float *__restrict__ x, long n, float cap) {
+  pdl_launch_next();
+  pdl_wait();
   long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) x[i] = cap * tanhf(x[i] / cap);
 }
 
 int cu_softcap(cu_ctx *c, float *x, long n, float cap, wk_error *err) {
-  k_softcap<<<cu_div_up(n, 256), 256, 0, c->st>>>(x, n, cap);
+  CK(cu_launch(c->pdl, c->st, dim3(cu_div_up(n, 256)), dim3(256), 0, k_softcap, x, n, cap));
   CK_LAUNCH();
   return WICK_OK;
 }
