@@ -3,14 +3,16 @@
 // machine's read bandwidth measured in the same run.
 //
 //   bench_matvec [--types q4_0,q4_k,...] [--tokens 64] [--level avx2]
-//                [--min-time 0.3] [--no-gemm]
+//                [--min-time 0.3] [--no-gemm] [--l2-only]
 //
 // Shapes are k (input length) x n (output rows); weights are rotated through
 // enough copies to exceed 256 MB, so every pass reads them from memory.
 // matvec: GB/s = weight bytes / time, % = of the read bandwidth with the same
 // thread count; L2 GB/s = one thread on rows that stay in L2, in thread CPU
 // time (the kernel's compute ceiling, robust to other load on the machine).
-// gemm: GFLOP/s = 2 k n tokens / time (2 threads).
+// gemm: GFLOP/s = 2 k n tokens / time (2 threads). --l2-only prints the L2
+// column alone (quick: no bandwidth pass, no copies), for kernel work on a
+// busy machine.
 #include <math.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -167,6 +169,7 @@ typedef struct {
   int tokens;
   int level;
   int gemm;
+  int l2_only;
   double min_time;
 } options;
 
@@ -183,6 +186,7 @@ static void bench_type(int type, const int64_t shape[2], const options *o, wk_po
   size_t rb = wk_row_size(type, k), mat = rb * (size_t)n;
   int copies = (int)((256u << 20) / mat) + 1;
   if (copies < 2) copies = 2;
+  if (o->l2_only) copies = 1;
   uint8_t *w = wk_malloc(mat * (size_t)copies);
   float *x = wk_malloc(sizeof(float) * (size_t)k * (size_t)o->tokens);
   size_t xb = wk_act_row_size(kr.act, k);
@@ -212,14 +216,14 @@ static void bench_type(int type, const int64_t shape[2], const options *o, wk_po
          shape_s);
   mm_job j = {.kr = &kr, .w = w, .rb = rb, .k = k, .n = n, .xq = xq, .xb = xb, .tokens = 1,
               .y = y};
-  for (int th = 1; th <= MAX_THREADS; th++) {
+  for (int th = 1; th <= MAX_THREADS && !o->l2_only; th++) {
     double dt = time_gemm(pools[th], &j, w, copies, mat, o->min_time);
     double gbs = (double)mat / dt / 1e9;
     printf(" %6.1f | %3.0f%% |", gbs, 100 * gbs / bw[th]);
     fflush(stdout);
   }
   printf(" %6.1f |", cache_rate(&j, w, o->min_time / 2));
-  if (o->gemm) {
+  if (o->gemm && !o->l2_only) {
     j.tokens = o->tokens;
     double dt = time_gemm(pools[MAX_THREADS], &j, w, copies, mat, o->min_time);
     printf(" %7.1f |", 2.0 * (double)k * (double)n * o->tokens / dt / 1e9);
@@ -240,6 +244,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--tokens") && i + 1 < argc) o.tokens = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--min-time") && i + 1 < argc) o.min_time = atof(argv[++i]);
     else if (!strcmp(argv[i], "--no-gemm")) o.gemm = 0;
+    else if (!strcmp(argv[i], "--l2-only")) o.l2_only = 1;
     else if (!strcmp(argv[i], "--level") && i + 1 < argc) {
       const char *l = argv[++i];
       o.level = !strcmp(l, "scalar") ? WK_LEVEL_SCALAR
@@ -248,7 +253,7 @@ int main(int argc, char **argv) {
                                        : WK_LEVEL_AUTO;
     } else {
       fprintf(stderr, "usage: %s [--types a,b] [--tokens N] [--level L] [--min-time S] "
-              "[--no-gemm]\n", argv[0]);
+              "[--no-gemm] [--l2-only]\n", argv[0]);
       return 2;
     }
   }
@@ -258,17 +263,23 @@ int main(int argc, char **argv) {
   wk_pool *pools[MAX_THREADS + 1] = {NULL};
   for (int th = 1; th <= MAX_THREADS; th++) pools[th] = wk_pool_create(th);
   double bw[MAX_THREADS + 1] = {0};
-  for (int th = 1; th <= MAX_THREADS; th++) bw[th] = read_bandwidth(pools[th]);
+  for (int th = 1; th <= MAX_THREADS && !o.l2_only; th++) bw[th] = read_bandwidth(pools[th]);
   printf("cpu: %s (best kernel level %s)\n", f.brand, wk_kernel_level_name(wk_kernel_best_level()));
-  printf("read bandwidth (sum over 1 GB, best of 5): 1 thread %.1f GB/s, 2 threads %.1f GB/s\n",
-         bw[1], bw[2]);
-  printf("matvec: GB/s of weights read, %% of the read bandwidth with as many threads; L2: one "
-         "thread, rows in L2, CPU time; gemm: %d tokens, 2 threads. * = k and n swapped (k not a "
-         "multiple of the block)\n\n", o.tokens);
-  printf("| type     | level  | k x n        | 1t GB/s | %%    | 2t GB/s | %%    | L2 GB/s | "
-         "gemm GFLOP/s |\n");
-  printf("|----------|--------|--------------|--------:|-----:|--------:|-----:|--------:|"
-         "-------------:|\n");
+  if (o.l2_only) {
+    printf("L2: one thread, rows in L2, CPU time (GB/s of weights)\n\n");
+    printf("| type     | level  | k x n        | L2 GB/s |\n");
+    printf("|----------|--------|--------------|--------:|\n");
+  } else {
+    printf("read bandwidth (sum over 1 GB, best of 5): 1 thread %.1f GB/s, 2 threads %.1f GB/s\n",
+           bw[1], bw[2]);
+    printf("matvec: GB/s of weights read, %% of the read bandwidth with as many threads; L2: one "
+           "thread, rows in L2, CPU time; gemm: %d tokens, 2 threads. * = k and n swapped (k not "
+           "a multiple of the block)\n\n", o.tokens);
+    printf("| type     | level  | k x n        | 1t GB/s | %%    | 2t GB/s | %%    | L2 GB/s |%s\n",
+           o.gemm ? " gemm GFLOP/s |" : "");
+    printf("|----------|--------|--------------|--------:|-----:|--------:|-----:|--------:|%s\n",
+           o.gemm ? "-------------:|" : "");
+  }
   char *list = wk_strndup(types, strlen(types));
   for (char *save = NULL, *name = strtok_r(list, ",", &save); name;
        name = strtok_r(NULL, ",", &save)) {

@@ -6,9 +6,10 @@
 //  - vec_dot vs wk_dot_row on the original f32 activations: |diff| <= the
 //    activation rounding bound sum_i |w_i| * d_a(i) / 2 (+ 2e-6 * sum|w x|),
 //    since 8-bit rounding moves each activation by at most half a step;
-//  - gemm vs a vec_dot loop: bit-identical, on 9 rows x 7 tokens (edge tiles)
-//    and 5 x 37 (more than one token chunk), with a padded, NaN-poisoned y
-//    whose padding must stay untouched;
+//  - gemm vs a vec_dot loop: bit-identical, on 9 rows x 7 tokens with a
+//    padded, NaN-poisoned y whose padding must stay untouched, and on 1 to 51
+//    rows x 1 to 37 tokens (every tile shape and edge, rows split in two
+//    calls as thread chunks are);
 //  - quantize_act: written exactly wk_act_row_size bytes (poisoned tail), the
 //    same bytes as the scalar converter, each activation within half a step
 //    of the input, block sums right.
@@ -184,28 +185,43 @@ static void check_size(const wk_kernel *kr, int64_t n, uint64_t *seed, stats *st
   free(tmp);
 }
 
-// gemm over more tokens than one chunk (KTOK_CHUNK = 32) on a short row.
-static void check_many_tokens(const wk_kernel *kr, uint64_t *seed) {
-  const int rows = 5, tokens = 37;
-  int64_t n = 256;
+// gemm against vec_dot, bit for bit, over row and token counts that reach
+// every tile shape and edge (8-, 4- and 3-row tiles, leftover rows, token
+// pairs and quads, one token, more tokens than one chunk of 32), with the
+// rows split at an odd offset as the thread chunks of the caller do.
+static void check_gemm_shapes(const wk_kernel *kr, uint64_t *seed) {
+  static const int k_rows[] = {1, 5, 15, 27, 51};
+  static const int k_tokens[] = {1, 2, 3, 7, 37};
+  const int max_rows = 51, max_tokens = 37;
+  int64_t n = 512;
   size_t rb = wk_row_size(kr->type, n), xb = wk_act_row_size(kr->act, n);
-  uint8_t *w = malloc(rb * rows), *xq = malloc(xb * tokens);
-  float *x = malloc(sizeof(float) * n), *y = malloc(sizeof(float) * rows * tokens);
-  for (int r = 0; r < rows; r++) {
+  uint8_t *w = malloc(rb * max_rows), *xq = malloc(xb * max_tokens);
+  float *x = malloc(sizeof(float) * n), *y = malloc(sizeof(float) * max_rows * max_tokens);
+  for (int r = 0; r < max_rows; r++) {
     fill_random(seed, x, n);
     CHECK(wk_quantize_row(kr->type, x, w + r * rb, n) == WICK_OK);
   }
-  for (int t = 0; t < tokens; t++) {
+  for (int t = 0; t < max_tokens; t++) {
     fill_random(seed, x, n);
     kr->quantize_act(x, xq + t * xb, n);
   }
-  for (int i = 0; i < rows * tokens; i++) y[i] = NAN;
-  kr->gemm(w, rb, n, rows, xq, xb, tokens, y, rows);
   int same = 1;
-  for (int t = 0; t < tokens; t++)
-    for (int r = 0; r < rows; r++) {
-      float v = kr->vec_dot(n, w + r * rb, xq + t * xb);
-      same &= memcmp(&v, &y[t * rows + r], 4) == 0;
+  for (size_t ri = 0; ri < sizeof k_rows / sizeof k_rows[0] && same; ri++)
+    for (size_t ti = 0; ti < sizeof k_tokens / sizeof k_tokens[0] && same; ti++) {
+      int rows = k_rows[ri], tokens = k_tokens[ti], r0 = rows > 3 ? 3 : 0;
+      for (int i = 0; i < max_rows * max_tokens; i++) y[i] = NAN;
+      // rows [0, r0) and [r0, rows) in two calls, y stride max_rows
+      kr->gemm(w, rb, n, r0, xq, xb, tokens, y, max_rows);
+      kr->gemm(w + r0 * rb, rb, n, rows - r0, xq, xb, tokens, y + r0, max_rows);
+      for (int t = 0; t < tokens; t++)
+        for (int r = 0; r < max_rows; r++) {
+          float want = kr->vec_dot(n, w + r * rb, xq + t * xb);
+          float got = y[t * max_rows + r];
+          same &= r < rows ? memcmp(&want, &got, 4) == 0 : isnan(got);
+        }
+      if (!same)
+        fprintf(stderr, "%s %s: gemm differs from vec_dot (rows %d, tokens %d)\n",
+                wk_type_get(kr->type)->name, wk_kernel_level_name(kr->level), rows, tokens);
     }
   CHECK(same);
   free(w);
@@ -234,7 +250,7 @@ int main(void) {
       for (size_t j = 0; j < sizeof k_sizes / sizeof k_sizes[0]; j++)
         if (k_sizes[j] % kr.k_multiple == 0 && wk_row_size(kr.type, k_sizes[j]))
           check_size(&kr, k_sizes[j], &seed, &st);
-      check_many_tokens(&kr, &seed);
+      check_gemm_shapes(&kr, &seed);
       printf("%-9s %-6s %4d dots, worst err/tol: weight math %.3f, vs f32 activations %.3f\n",
              wk_type_get(kr.type)->name, wk_kernel_level_name(level), st.checked,
              st.worst_weight, st.worst_act);

@@ -18,9 +18,10 @@
 //   for t: kr.quantize_act(x + t * k, xq + t * xq_row, k);
 //   kr.gemm(w, row_bytes, k, rows, xq, xq_row, n_tokens, y, rows);
 // Threads split `rows` (pass w + r0 * row_bytes, y + r0, rows = r1 - r0);
-// any row count works, multiples of 12 fill every register tile (3 or 4
-// rows; within a call, tile j takes rows j, j + rows/4, ... so each row of the
-// tile is a long sequential stream). n_tokens == 1 is the matrix-vector case.
+// any row count works, multiples of 24 fill every register tile (8 rows for
+// the 32-value blocks with one token, else 3 or 4; within a call, tile j of
+// height h takes rows j, j + rows/h, ... so each row of the tile is a long
+// sequential stream). n_tokens == 1 is the matrix-vector case.
 // All functions are thread-safe (no state); xq and y must be 4-byte aligned
 // (any malloc'd buffer with the strides above), weights need no alignment.
 // The 8-bit paths compute integer sums exactly and round once per block, so

@@ -5,9 +5,8 @@
 #include <immintrin.h>
 
 #define KT __attribute__((target("avx2,fma,f16c")))
-// Register tiles (rows x tokens) per family: 32-blocks, super-blocks, floats.
-#define KQ8_RM 4
-#define KQ8_RN 4
+// Register tiles (rows x tokens) of the super-block and float families (the
+// 32-block family's lane tiles are fixed: x86_q8.h).
 #define KK_RM 3
 #define KK_RN 4
 #define KF_RM 4
@@ -56,13 +55,6 @@ KT static inline __m256i kquant32(const float *x, float id, int8_t *q) {
 }
 
 KT static inline int khsum_i32x4(__m128i h) {
-  h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0x4e));
-  h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0xb1));
-  return _mm_cvtsi128_si32(h);
-}
-
-KT static inline int khsum_i32(__m256i v) {
-  __m128i h = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
   h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0x4e));
   h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0xb1));
   return _mm_cvtsi128_si32(h);

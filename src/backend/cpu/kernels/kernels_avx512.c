@@ -5,9 +5,8 @@
 #include <immintrin.h>
 
 #define KT __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
-// Register tiles (rows x tokens) per family: 32-blocks, super-blocks, floats.
-#define KQ8_RM 4
-#define KQ8_RN 4
+// Register tiles (rows x tokens) of the super-block and float families (the
+// 32-block family's lane tiles are fixed: x86_q8.h).
 #define KK_RM 4
 #define KK_RN 4
 #define KF_RM 4

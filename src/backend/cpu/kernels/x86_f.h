@@ -1,17 +1,23 @@
 // x86 kernels for float weights against f32 activations: F32, F16, BF16 and
 // wick's block-scaled FP8 (E4M3, E5M2). Weights are widened to f32 in
 // registers and multiplied with fused multiply-adds. Each step widens 32
-// weights into four vectors of 8; KF_OFF gives where each vector's 8
-// activations start within the step. Included after x86_tile.h.
+// weights into four vectors of 8 (weights 0-7, 8-15, 16-23, 24-31).
+// Included after x86_tile.h.
 #ifndef WICK_BACKEND_CPU_KERNELS_X86_F_H
 #define WICK_BACKEND_CPU_KERNELS_X86_F_H
 
-// Same shape as KTILE, in float: FP8 blocks sum into a partial that is scaled
-// once per block; unscaled types accumulate straight into acc.
+// Same shape as KTILE, in float. A block's products per (row, token) go to
+// a partial sum: with T_CHAIN as one chain of fused multiply-adds (fewest
+// instructions: FP8, whose decode is the bottleneck), else each step's 32
+// into a fresh vector (a multiply, then three fused multiply-adds) added to
+// the partial, which keeps the chains short (faster multi-token tiles for the
+// cheap-to-decode types). FP8 blocks scale the partial sum into acc with one
+// fused multiply-add; unscaled types add it.
 #define KFTILE(T, RM, RN) KFTILE_(T, RM, RN)
 #define KFTILE_(T, RM, RN)                                                                   \
   KT static void T##_tile_##RM##x##RN(const uint8_t *w, size_t ws, int64_t nb,                \
-                                      const uint8_t *xq, size_t xs, float *y, size_t ys, size_t yr) {    \
+                                      const uint8_t *xq, size_t xs, float *y, size_t ys,      \
+                                      size_t yr) {                                            \
     __m256 acc[RM][RN];                                                                       \
     KUNROLL for (int r = 0; r < RM; r++) KUNROLL for (int t = 0; t < RN; t++) acc[r][t] =     \
         _mm256_setzero_ps();                                                                  \
@@ -19,30 +25,31 @@
       const float *x[RN];                                                                     \
       __m256 part[RM][RN];                                                                    \
       KUNROLL for (int t = 0; t < RN; t++) x[t] = (const float *)(xq + t * xs) + b * T##_QK;  \
-      KUNROLL for (int r = 0; r < RM; r++) KUNROLL for (int t = 0; t < RN; t++) part[r][t] =  \
-          T##_SCALED ? _mm256_setzero_ps() : acc[r][t];                                       \
       KUNROLL for (int s = 0; s < T##_QK / 32; s++) {                                         \
         KUNROLL for (int r = 0; r < RM; r++) {                                                \
           __m256 wv[4];                                                                       \
           T##_load(w + r * ws + b * T##_BYTES, s, wv);                                        \
-          KUNROLL for (int t = 0; t < RN; t++) KUNROLL for (int i = 0; i < 4; i++)            \
-              part[r][t] = _mm256_fmadd_ps(wv[i], _mm256_loadu_ps(x[t] + 32 * s + KF_OFF(T, i)), \
-                                           part[r][t]);                                       \
+          KUNROLL for (int t = 0; t < RN; t++) {                                              \
+            const float *xs_ = x[t] + 32 * s;                                                 \
+            __m256 p = T##_CHAIN && s ? part[r][t] : _mm256_setzero_ps();                     \
+            p = T##_CHAIN && s ? _mm256_fmadd_ps(wv[0], _mm256_loadu_ps(xs_), p)              \
+                               : _mm256_mul_ps(wv[0], _mm256_loadu_ps(xs_));                  \
+            KUNROLL for (int i = 1; i < 4; i++)                                               \
+              p = _mm256_fmadd_ps(wv[i], _mm256_loadu_ps(xs_ + 8 * i), p);                    \
+            part[r][t] = T##_CHAIN || s == 0 ? p : _mm256_add_ps(part[r][t], p);              \
+          }                                                                                   \
         }                                                                                     \
       }                                                                                       \
       KUNROLL for (int r = 0; r < RM; r++) {                                                  \
         __m256 sc = _mm256_set1_ps(T##_scale(w + r * ws + b * T##_BYTES));                    \
         KUNROLL for (int t = 0; t < RN; t++) acc[r][t] =                                      \
-            T##_SCALED ? _mm256_fmadd_ps(sc, part[r][t], acc[r][t]) : part[r][t];             \
+            T##_SCALED ? _mm256_fmadd_ps(sc, part[r][t], acc[r][t])                           \
+                       : _mm256_add_ps(acc[r][t], part[r][t]);                                \
       }                                                                                       \
     }                                                                                         \
     KUNROLL for (int r = 0; r < RM; r++) KUNROLL for (int t = 0; t < RN; t++)                 \
-        y[t * ys + r * yr] = khsum(acc[r][t]);                                                     \
+        y[t * ys + r * yr] = khsum(acc[r][t]);                                                \
   }
-
-// Element order within a step: contiguous, or the lane order of the byte
-// unpacks the FP8 decoders use (0-7, 16-23, 8-15, 24-31).
-#define KF_OFF(T, i) (T##_INTERLEAVED ? ((i) & 1) * 16 + ((i) >> 1) * 8 : 8 * (i))
 
 // vec_dot and gemm of float type T; k need not be a multiple of T_QK for
 // the unscaled types: the tail is added element by element (T_tail).
@@ -95,7 +102,7 @@
 
 KT static inline float kf_one(float f) { return (void)f, 1.0f; }
 
-enum { kf32_QK = 64, kf32_BYTES = 256, kf32_SCALED = 0, kf32_INTERLEAVED = 0 };
+enum { kf32_QK = 64, kf32_BYTES = 256, kf32_SCALED = 0, kf32_CHAIN = 0 };
 KT static inline float kf32_scale(const uint8_t *b) { return kf_one(0); }
 // Written out: as a loop GCC turns this into a 16-byte memory copy through the
 // stack, and the 32-byte reloads then stall on store forwarding.
@@ -113,7 +120,7 @@ KT static inline float kf32_tail(const uint8_t *b, const float *x, int64_t n) {
 }
 KFGEMM(kf32)
 
-enum { kf16_QK = 64, kf16_BYTES = 128, kf16_SCALED = 0, kf16_INTERLEAVED = 0 };
+enum { kf16_QK = 64, kf16_BYTES = 128, kf16_SCALED = 0, kf16_CHAIN = 0 };
 KT static inline float kf16_scale(const uint8_t *b) { return kf_one(0); }
 KT static inline void kf16_load(const uint8_t *b, int s, __m256 v[4]) {
   KUNROLL for (int i = 0; i < 4; i++)
@@ -126,7 +133,7 @@ KT static inline float kf16_tail(const uint8_t *b, const float *x, int64_t n) {
 }
 KFGEMM(kf16)
 
-enum { kbf16_QK = 64, kbf16_BYTES = 128, kbf16_SCALED = 0, kbf16_INTERLEAVED = 0 };
+enum { kbf16_QK = 64, kbf16_BYTES = 128, kbf16_SCALED = 0, kbf16_CHAIN = 0 };
 KT static inline float kbf16_scale(const uint8_t *b) { return kf_one(0); }
 KT static inline void kbf16_load(const uint8_t *b, int s, __m256 v[4]) {
   KUNROLL for (int i = 0; i < 4; i++) {
@@ -150,38 +157,41 @@ KFGEMM(kbf16)
 
 // Codes as halves in 16-bit lanes: E5M2 is exactly the top byte of a half;
 // E4M3's 7 magnitude bits go one lower, which reads as value * 2^-8 (the
-// block scale takes the 2^8 back). Byte unpacks work per 128-bit lane, so
-// the four vectors hold codes 0-7, 16-23, 8-15, 24-31 of the step.
-KT static inline void kfp8_widen(__m256i lo, __m256i hi, __m256 v[4]) {
-  v[0] = _mm256_cvtph_ps(_mm256_castsi256_si128(lo));
-  v[1] = _mm256_cvtph_ps(_mm256_extracti128_si256(lo, 1));
-  v[2] = _mm256_cvtph_ps(_mm256_castsi256_si128(hi));
-  v[3] = _mm256_cvtph_ps(_mm256_extracti128_si256(hi, 1));
-}
-
-enum { kfp8_e5m2_QK = 128, kfp8_e5m2_BYTES = 132, kfp8_e5m2_SCALED = 1 };
-enum { kfp8_e5m2_INTERLEAVED = 1 };
+// block scale takes the 2^8 back). Unpacked from 16-byte loads (cheaper than
+// 32-byte unpacks, whose halves would then need extracting).
+enum { kfp8_e5m2_QK = 128, kfp8_e5m2_BYTES = 132, kfp8_e5m2_SCALED = 1, kfp8_e5m2_CHAIN = 1 };
 KT static inline float kfp8_e5m2_scale(const uint8_t *b) { return wk_kern_f32(b); }
 KT static inline void kfp8_e5m2_load(const uint8_t *b, int s, __m256 v[4]) {
-  __m256i c = kload(b + 4 + 32 * s), z = _mm256_setzero_si256();
-  kfp8_widen(_mm256_unpacklo_epi8(z, c), _mm256_unpackhi_epi8(z, c), v);
+  const __m128i z = _mm_setzero_si128();
+  __m128i c0 = _mm_loadu_si128((const __m128i *)(b + 4 + 32 * s));
+  __m128i c1 = _mm_loadu_si128((const __m128i *)(b + 20 + 32 * s));
+  v[0] = _mm256_cvtph_ps(_mm_unpacklo_epi8(z, c0));
+  v[1] = _mm256_cvtph_ps(_mm_unpackhi_epi8(z, c0));
+  v[2] = _mm256_cvtph_ps(_mm_unpacklo_epi8(z, c1));
+  v[3] = _mm256_cvtph_ps(_mm_unpackhi_epi8(z, c1));
 }
 KT static inline float kfp8_e5m2_tail(const uint8_t *b, const float *x, int64_t n) {
   return (void)b, (void)x, (void)n, 0.0f;
 }
 KFGEMM(kfp8_e5m2)
 
-enum { kfp8_e4m3_QK = 128, kfp8_e4m3_BYTES = 132, kfp8_e4m3_SCALED = 1 };
-enum { kfp8_e4m3_INTERLEAVED = 1 };
+enum { kfp8_e4m3_QK = 128, kfp8_e4m3_BYTES = 132, kfp8_e4m3_SCALED = 1, kfp8_e4m3_CHAIN = 1 };
 KT static inline float kfp8_e4m3_scale(const uint8_t *b) { return wk_kern_f32(b) * 256.0f; }
-KT static inline __m256i kfp8_e4m3_half(__m256i h) {
-  // sign stays in bit 15 (copied into bit 14 by the shift, then cleared)
-  return _mm256_and_si256(_mm256_srai_epi16(h, 1), _mm256_set1_epi16((short)0xbfff));
+// E4M3 code c in the high byte of a 16-bit lane -> the half c' with c's sign
+// in bit 15 and its 7 magnitude bits at 7..13 (value * 2^-8): the arithmetic
+// shift copies the sign into bit 14 too, which the mask clears.
+KT static inline __m256 kfp8_e4m3_cvt(__m128i h) {
+  h = _mm_and_si128(_mm_srai_epi16(h, 1), _mm_set1_epi16((short)0xbfff));
+  return _mm256_cvtph_ps(h);
 }
 KT static inline void kfp8_e4m3_load(const uint8_t *b, int s, __m256 v[4]) {
-  __m256i c = kload(b + 4 + 32 * s), z = _mm256_setzero_si256();
-  kfp8_widen(kfp8_e4m3_half(_mm256_unpacklo_epi8(z, c)),
-             kfp8_e4m3_half(_mm256_unpackhi_epi8(z, c)), v);
+  const __m128i z = _mm_setzero_si128();
+  __m128i c0 = _mm_loadu_si128((const __m128i *)(b + 4 + 32 * s));
+  __m128i c1 = _mm_loadu_si128((const __m128i *)(b + 20 + 32 * s));
+  v[0] = kfp8_e4m3_cvt(_mm_unpacklo_epi8(z, c0));
+  v[1] = kfp8_e4m3_cvt(_mm_unpackhi_epi8(z, c0));
+  v[2] = kfp8_e4m3_cvt(_mm_unpacklo_epi8(z, c1));
+  v[3] = kfp8_e4m3_cvt(_mm_unpackhi_epi8(z, c1));
 }
 KT static inline float kfp8_e4m3_tail(const uint8_t *b, const float *x, int64_t n) {
   return (void)b, (void)x, (void)n, 0.0f;

@@ -7,11 +7,25 @@
 #ifndef WICK_BACKEND_CPU_KERNELS_X86_K_H
 #define WICK_BACKEND_CPU_KERNELS_X86_K_H
 
-// int16 lanes: signed byte sc8[jlo] in the low 128 bits, sc8[jhi] in the high
-// 128 bits (sc8 holds the same 16 bytes in both halves).
-KT static inline __m256i kscale16(__m256i sc8, int jlo, int jhi) {
-  __m256i m = _mm256_set_m128i(_mm_set1_epi8((char)jhi), _mm_set1_epi8((char)jlo));
-  return _mm256_srai_epi16(_mm256_shuffle_epi8(sc8, m), 8);
+// Sub-block scales as int16 for the madd that applies them: sc16 holds 8
+// int16 in each 128-bit half, and kpick16(sc16, k) puts element k of each
+// half in all of that half's 16-bit lanes (one in-lane byte shuffle; vpermd
+// would cost more than twice as much on Zen 3). Formats with 8 sub-blocks of
+// 32 keep their scales in order in both halves (one scale per vector);
+// those with 16 sub-blocks of 16 keep in element k the scales of the low and
+// high 16 codes of a block's k-th vector (kscales16).
+KT static inline __m256i kpick16(__m256i sc16, int k) {
+  return _mm256_shuffle_epi8(sc16, _mm256_set1_epi16((short)(2 * k | (2 * k + 1) << 8)));
+}
+// 16 signed (or unsigned) byte scales -> sc16 with element k = scales
+// order[k] (low half) and order[k + 8] (high half).
+KT static inline __m256i kscales16(__m128i sc, __m128i order, int is_signed) {
+  sc = _mm_shuffle_epi8(sc, order);
+  return is_signed ? _mm256_cvtepi8_epi16(sc) : _mm256_cvtepu8_epi16(sc);
+}
+// Vector k covers scales 2k (low 16 codes) and 2k + 1 (Q2_K, Q3_K).
+KT static inline __m128i kscales_evenodd(void) {
+  return _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
 }
 
 // Bits [from, from + width) of every byte moved to [to, to + width), others 0.
@@ -34,11 +48,11 @@ typedef struct {
   __m256i c0, c1, s0, s1, sg0, sg1;
 } kkw;
 
-// Per row and block: scales as bytes in both halves (Q4_K, Q5_K, IQ4_XS: as
-// int16 pairs for kpick), what the activation sums are multiplied by (mins, or scales for
-// a fixed offset), float scales.
+// Per row and block: sub-block scales (sc16, see kpick16), what the
+// activation sums are multiplied by (mins, or scales for a fixed offset),
+// float scales.
 typedef struct {
-  __m256i sc8;
+  __m256i sc16;
   __m256i m16;
   float d, dmin;
 } kkrow;
@@ -66,19 +80,9 @@ KT static inline __m128i kunpack_k4(const uint8_t *s) {
   return _mm_unpacklo_epi32(lo, hi);  // sc0-3 sc4-7 m0-3 m4-7
 }
 
-// Sub-block scales as int16 pairs in 32-bit lanes, so that one vpermd
-// broadcasts sub-block j's scale to all 16-bit lanes (kpick).
-KT static inline __m256i kpairs16(__m128i bytes8) {
-  __m256i x = _mm256_cvtepu8_epi32(bytes8);
-  return _mm256_or_si256(x, _mm256_slli_epi32(x, 16));
-}
-KT static inline __m256i kpick(__m256i pairs, int j) {
-  return _mm256_permutevar8x32_epi32(pairs, _mm256_set1_epi32(j));
-}
-
 KT static inline void kk45_prep(const uint8_t *b, kkrow *o) {
   __m128i v = kunpack_k4(b + 4);
-  o->sc8 = kpairs16(v);
+  o->sc16 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(v));
   const __m128i twice = _mm_setr_epi8(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15);
   o->m16 = _mm256_cvtepu8_epi16(_mm_shuffle_epi8(v, twice));  // m0 m0 m1 m1 .. (per 16)
   o->d = kf16(b);
@@ -106,8 +110,8 @@ KT static inline void kq4_k_load(const kkrow *p, const uint8_t *b, int s, kkw *w
   __m256i v = kload(b + 16 + 32 * s);
   w->c0 = klo4(v);
   w->c1 = khi4(v);
-  w->s0 = kpick(p->sc8, 2 * s);
-  w->s1 = kpick(p->sc8, 2 * s + 1);
+  w->s0 = kpick16(p->sc16, 2 * s);
+  w->s1 = kpick16(p->sc16, 2 * s + 1);
 }
 KGEMM(kq4_k, 256, KK_RM, KK_RN)
 
@@ -119,8 +123,8 @@ KT static inline void kq5_k_load(const kkrow *p, const uint8_t *b, int s, kkw *w
   __m256i v = kload(b + 48 + 32 * s), qh = kload(b + 16);
   w->c0 = _mm256_or_si256(klo4(v), kbits(qh, 2 * s, 4, 1));
   w->c1 = _mm256_or_si256(khi4(v), kbits(qh, 2 * s + 1, 4, 1));
-  w->s0 = kpick(p->sc8, 2 * s);
-  w->s1 = kpick(p->sc8, 2 * s + 1);
+  w->s0 = kpick16(p->sc16, 2 * s);
+  w->s1 = kpick16(p->sc16, 2 * s + 1);
 }
 KGEMM(kq5_k, 256, KK_RM, KK_RN)
 
@@ -148,7 +152,7 @@ KT static inline void kq2_k_prep(const uint8_t *b, kkrow *o) {
   __m128i v = _mm_loadu_si128((const __m128i *)b);
   __m128i lo = _mm_and_si128(v, _mm_set1_epi8(15));
   __m128i hi = _mm_and_si128(_mm_srli_epi16(v, 4), _mm_set1_epi8(15));
-  o->sc8 = _mm256_broadcastsi128_si256(lo);
+  o->sc16 = kscales16(lo, kscales_evenodd(), 0);
   o->m16 = _mm256_cvtepu8_epi16(hi);
   o->d = kf16(b + 80);
   o->dmin = kf16(b + 82);
@@ -158,8 +162,8 @@ KT static inline void kq2_k_load(const kkrow *p, const uint8_t *b, int s, kkw *w
   __m256i v = kload(b + 16 + 32 * h);
   w->c0 = kbits(v, 2 * g, 0, 2);
   w->c1 = kbits(v, 2 * g + 2, 0, 2);
-  w->s0 = kscale16(p->sc8, 4 * s, 4 * s + 1);
-  w->s1 = kscale16(p->sc8, 4 * s + 2, 4 * s + 3);
+  w->s0 = kpick16(p->sc16, 2 * s);
+  w->s1 = kpick16(p->sc16, 2 * s + 1);
 }
 #define kq2_k_mac kk16_mac
 #define kq2_k_fin kk_fin_min
@@ -179,7 +183,7 @@ KT static inline void kq3_k_prep(const uint8_t *b, kkrow *o) {
   __m128i sc = _mm_or_si128(_mm_and_si128(lo, _mm_set1_epi8(15)),
                             _mm_slli_epi32(_mm_and_si128(hi, _mm_set1_epi8(3)), 4));
   sc = _mm_sub_epi8(sc, _mm_set1_epi8(32));
-  o->sc8 = _mm256_broadcastsi128_si256(sc);
+  o->sc16 = kscales16(sc, kscales_evenodd(), 1);
   o->m16 = _mm256_cvtepi8_epi16(sc);
   o->d = kf16(b + 108);
 }
@@ -189,8 +193,8 @@ KT static inline void kq3_k_load(const kkrow *p, const uint8_t *b, int s, kkw *w
   // code = 2 low bits + 4 when the hmask bit is set; value = code - 4
   w->c0 = _mm256_or_si256(kbits(v, 2 * g, 0, 2), kbits(hm, 4 * h + g, 2, 1));
   w->c1 = _mm256_or_si256(kbits(v, 2 * g + 2, 0, 2), kbits(hm, 4 * h + g + 1, 2, 1));
-  w->s0 = kscale16(p->sc8, 4 * s, 4 * s + 1);
-  w->s1 = kscale16(p->sc8, 4 * s + 2, 4 * s + 3);
+  w->s0 = kpick16(p->sc16, 2 * s);
+  w->s1 = kpick16(p->sc16, 2 * s + 1);
 }
 #define kq3_k_mac kk16_mac
 #define kq3_k_fin kk_fin_off4
@@ -199,7 +203,10 @@ KGEMM(kq3_k, 256, KK_RM, KK_RN)
 KK_TYPE(kq6_k, 210)
 KT static inline void kq6_k_prep(const uint8_t *b, kkrow *o) {
   __m128i sc = _mm_loadu_si128((const __m128i *)(b + 192));
-  o->sc8 = _mm256_broadcastsi128_si256(sc);
+  // vector i (0, 1) of step s = 2 h + g takes scales 8 h + 2 g + 4 i (its
+  // low 16 codes) and 8 h + 2 g + 4 i + 1 (high 16): element k = 2 s + i
+  const __m128i order = _mm_setr_epi8(0, 4, 2, 6, 8, 12, 10, 14, 1, 5, 3, 7, 9, 13, 11, 15);
+  o->sc16 = kscales16(sc, order, 1);
   o->m16 = _mm256_cvtepi8_epi16(sc);
   o->d = kf16(b + 208);
 }
@@ -209,8 +216,8 @@ KT static inline void kq6_k_load(const kkrow *p, const uint8_t *b, int s, kkw *w
   __m256i v = kload(b + 64 * h + 32 * g), qh = kload(b + 128 + 32 * h);
   w->c0 = _mm256_or_si256(klo4(v), kbits(qh, 2 * g, 4, 2));
   w->c1 = _mm256_or_si256(khi4(v), kbits(qh, 2 * g + 4, 4, 2));
-  w->s0 = kscale16(p->sc8, 8 * h + 2 * g, 8 * h + 2 * g + 1);
-  w->s1 = kscale16(p->sc8, 8 * h + 2 * g + 4, 8 * h + 2 * g + 5);
+  w->s0 = kpick16(p->sc16, 2 * s);
+  w->s1 = kpick16(p->sc16, 2 * s + 1);
 }
 KT static inline __m256i kq6_k_mac(const kkw *w, const wk_act_q8k *a, int s, __m256i is) {
   const int8_t *q = a->q + 128 * (s >> 1) + 32 * (s & 1);
@@ -224,8 +231,8 @@ KGEMM(kq6_k, 256, KK_RM, KK_RN)
 
 KK_TYPE(kiq4_xs, 136)
 // Scales: ib-th nibble of scales_l (bits 4 ib) and 2-bit field of scales_h
-// (bits 2 ib), minus 32; kept as int16 pairs in 32-bit lanes (lane ib) so one
-// vpermd broadcasts a sub-block's scale to every 16-bit lane.
+// (bits 2 ib), minus 32, in the even/odd layout of kpick16: step s takes
+// sub-block 2 s in the low half of its vectors and 2 s + 1 in the high half.
 KT static inline void kiq4_xs_prep(const uint8_t *b, kkrow *o) {
   uint32_t l;
   memcpy(&l, b + 4, 4);
@@ -235,28 +242,31 @@ KT static inline void kiq4_xs_prep(const uint8_t *b, kkrow *o) {
   __m256i sc = _mm256_or_si256(_mm256_and_si256(lo, _mm256_set1_epi32(15)),
                                _mm256_slli_epi32(_mm256_and_si256(hi, _mm256_set1_epi32(3)), 4));
   sc = _mm256_sub_epi32(sc, _mm256_set1_epi32(32));
-  o->sc8 = _mm256_or_si256(_mm256_and_si256(sc, _mm256_set1_epi32(0xffff)),
-                           _mm256_slli_epi32(sc, 16));
+  sc = _mm256_permutevar8x32_epi32(sc, _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7));
+  o->sc16 = _mm256_packs_epi32(sc, sc);
   o->d = kf16(b);
 }
+// Step s: 32 code bytes, low nibbles = codes 0..15 of sub-blocks 2 s (low
+// half) and 2 s + 1 (high half), high nibbles = codes 16..31; the
+// activations are loaded in the same order (kiq4_xs_mac).
 KT static inline void kiq4_xs_load(const kkrow *p, const uint8_t *b, int s, kkw *w) {
   const __m256i lut =
       _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)wk_kern_iq4nl_values));
-  __m256i v = kload(b + 8 + 32 * s), lo = klo4(v), hi = khi4(v);
-  __m256i n0 = _mm256_permute2x128_si256(lo, hi, 0x20);  // sub-block 2 s
-  __m256i n1 = _mm256_permute2x128_si256(lo, hi, 0x31);  // sub-block 2 s + 1
-  w->sg0 = _mm256_shuffle_epi8(lut, n0);
-  w->sg1 = _mm256_shuffle_epi8(lut, n1);
+  __m256i v = kload(b + 8 + 32 * s);
+  w->sg0 = _mm256_shuffle_epi8(lut, klo4(v));
+  w->sg1 = _mm256_shuffle_epi8(lut, khi4(v));
   w->c0 = _mm256_abs_epi8(w->sg0);
   w->c1 = _mm256_abs_epi8(w->sg1);
-  w->s0 = kpick(p->sc8, 2 * s);
-  w->s1 = kpick(p->sc8, 2 * s + 1);
+  w->s0 = kpick16(p->sc16, s);
 }
 KT static inline __m256i kiq4_xs_mac(const kkw *w, const wk_act_q8k *a, int s, __m256i is) {
-  __m256i q0 = _mm256_sign_epi8(kload(a->q + 64 * s), w->sg0);
-  __m256i q1 = _mm256_sign_epi8(kload(a->q + 64 * s + 32), w->sg1);
+  const int8_t *q = a->q + 64 * s;
+  __m256i q0 = _mm256_sign_epi8(_mm256_loadu2_m128i((const __m128i *)(q + 32), (const __m128i *)q),
+                                w->sg0);
+  __m256i q1 = _mm256_sign_epi8(
+      _mm256_loadu2_m128i((const __m128i *)(q + 48), (const __m128i *)(q + 16)), w->sg1);
   is = kmacs(is, w->c0, q0, w->s0);
-  return kmacs(is, w->c1, q1, w->s1);
+  return kmacs(is, w->c1, q1, w->s0);
 }
 KT static inline __m256 kiq4_xs_fin(const kkrow *p, const wk_act_q8k *a, __m256i is,
                                     __m256 acc) {
