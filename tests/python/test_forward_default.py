@@ -7,13 +7,14 @@ question, code, a list, French, Japanese, arithmetic, JSON, the model's chat
 format with special tokens), using the Hugging Face tokenizer's ids.
 
 Both CPU paths are checked: the exact f32 path (`--exact`) against the strict
-tolerances below, and the default fast path (8-bit activations for quantized
-weights) against the looser rule of the CPU-speed issue: it may leave the
-reference only at a near tie, where the reference's top-1/top-2 gap is below
-FAST_TIE (1%) of the logit range (the range of wick's logits at that position,
-or at the last prompt position for greedy steps), and its logits must stay close
-(cosine >= FAST_COS; the per-logit top-32 check is for the exact path only:
-8-bit activations move single logits by a few percent at some positions).
+tolerances below, and the default fast path (for quantized weights: f32 tiles
+for batches of many tokens, 16-bit activations with integer kernels for the
+few-token steps such as greedy decoding) against the looser rule of the
+CPU-speed issue: it may leave the reference only at a near tie, where the
+reference's top-1/top-2 gap is below FAST_TIE (1%) of the logit range (the
+range of wick's logits at that position, or at the last prompt position for
+greedy steps), and its logits must stay close (cosine >= FAST_COS; the
+per-logit top-32 check is for the exact path only).
 
 Per prompt, one `wick logits --greedy 64` run checks:
   - top-1 id identical at every position; a difference is tolerated only
@@ -75,14 +76,7 @@ def check_top1(tag, got_top1, ref_top1, ref_top2, gap, tie):
         warnings.warn("near tie: " + msg)
 
 
-FAST_XFAIL = pytest.mark.xfail(
-    strict=False,
-    reason="CPU-speed issue still open: the 8-bit-activation path leaves the reference at a few "
-           "steps whose reference gap is above 1% of the logit range (SmolLM2 French prompt, "
-           "Gemma 3 arithmetic prompt); the exact path (--exact) passes the strict checks")
-
-
-@pytest.mark.parametrize("mode", ["exact", pytest.param("fast", marks=FAST_XFAIL)])
+@pytest.mark.parametrize("mode", ["exact", "fast"])
 @pytest.mark.parametrize("name", list(MODELS))
 def test_default_model_matches_transformers(name, mode, tmp_path):
     exact = mode == "exact"

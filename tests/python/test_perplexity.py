@@ -30,17 +30,9 @@ def wick():
     return path
 
 
-FAST_XFAIL = pytest.mark.xfail(
-    strict=False,
-    reason="CPU-speed issue still open: with 8-bit activations Gemma 3 lands 0.57% from "
-           "transformers (bound 0.5%); SmolLM2 and the exact path are within it")
-
-
 @pytest.mark.parametrize("mode", ["exact", "fast"])
 @pytest.mark.parametrize("name", list(CASES))
-def test_perplexity_matches_transformers(name, mode, request):
-    if mode == "fast" and name == "gemma3":
-        request.applymarker(FAST_XFAIL)
+def test_perplexity_matches_transformers(name, mode):
     doc = json.loads(REF.read_text(encoding="utf-8"))
     ref = doc["models"][name]
     model = ROOT / ref["gguf"]

@@ -197,13 +197,21 @@ static double max_diff(const float *a, const float *b, size_t n, double *scale) 
 }
 
 static void expect_close(const char *what, const char *arch, const float *got, const float *want,
-                         size_t n) {
+                         size_t n, double tol) {
   double scale, d = max_diff(got, want, n, &scale);
-  CHECK(d <= 1e-5 * (1 + scale), "%s %s: max diff %.3g (scale %.3g)", arch, what, d, scale);
+  CHECK(d <= tol * (1 + scale), "%s %s: max diff %.3g (scale %.3g)", arch, what, d, scale);
 }
 
 static void test_model(const tiny_spec *s, const char *path, int exact) {
   enum { N = 13 };
+  // The fast path multiplies batches of a few tokens with activations
+  // rounded to 1/16383 of their block maximum and larger batches in f32
+  // (matmul.h, CPU_F32_MIN_TOKENS_*), and an ulp of difference in a matrix
+  // input (attention sums in another order in chunks) can move a rounded
+  // activation a whole step: a prompt fed whole and in chunks differ by up to
+  // ~1e-4 of the logit scale there (exact path and float weights: 1e-5).
+  const bool is_float = s->wtype == WK_F32 || s->wtype == WK_F16 || s->wtype == WK_BF16;
+  const double tol = exact || is_float ? 1e-5 : 2e-4;
   int32_t ids[N], blocks[NB];
   for (int i = 0; i < N; i++) ids[i] = (int32_t)((i * 37 + 11) % V);
   for (int i = 0; i < NB; i++) blocks[i] = (i * 5 + 3) % NB;  // scrambled table
@@ -224,7 +232,7 @@ static void test_model(const tiny_spec *s, const char *path, int exact) {
     run_chunks(&r, ids, N, chunks[c], blocks, part);
     char what[32];
     snprintf(what, sizeof what, "chunks of %d", chunks[c]);
-    expect_close(what, s->arch, part, full, N * V);
+    expect_close(what, s->arch, part, full, N * V, tol);
   }
 
   // Two sequences in one batch (each in two steps) vs each alone.
@@ -250,8 +258,8 @@ static void test_model(const tiny_spec *s, const char *path, int exact) {
     memcpy(both + (size_t)b0 * V, lg, (size_t)nb * V * 4);
     memcpy(both + (size_t)(NBQ + a0) * V, lg + (size_t)nb * V, (size_t)na * V * 4);
   }
-  expect_close("batched seq A", s->arch, both + NBQ * V, alone_a, NA * V);
-  expect_close("batched seq B", s->arch, both, alone_b, NBQ * V);
+  expect_close("batched seq A", s->arch, both + NBQ * V, alone_a, NA * V, tol);
+  expect_close("batched seq B", s->arch, both, alone_b, NBQ * V, tol);
 
   // Copy A's blocks (positions 0..8 in ba[0..3)) and continue from both tables.
   const int32_t src[3] = {3, 0, 7}, dst[3] = {2, 4, 6};
@@ -267,8 +275,8 @@ static void test_model(const tiny_spec *s, const char *path, int exact) {
   CHECK(r.be->forward(r.be, &b2, l2, &err) == WICK_OK, "%s: %s", s->arch, err.msg);
   CHECK(r.be->forward(r.be, &b1, l1, &err) == WICK_OK, "%s: %s", s->arch, err.msg);
   run_chunks(&r, ext, NA + 1, NA + 1, blocks, ref);
-  expect_close("copied blocks", s->arch, l2, l1, V);
-  expect_close("continued sequence", s->arch, l1, ref + NA * V, V);
+  expect_close("copied blocks", s->arch, l2, l1, V, tol);
+  expect_close("continued sequence", s->arch, l1, ref + NA * V, V, tol);
 
   // Bad batches are refused with a message.
   wk_seq bad = {ba, 1, 3, 2, 0};  // needs 2 blocks, table has 1
@@ -304,7 +312,7 @@ static void test_fast_vs_exact(const tiny_spec *s, const char *path) {
   }
   const bool is_float = s->wtype == WK_F32 || s->wtype == WK_F16 || s->wtype == WK_BF16;
   if (is_float) {
-    expect_close("fast vs exact", s->arch, lg[0], lg[1], N * V);
+    expect_close("fast vs exact", s->arch, lg[0], lg[1], N * V, 1e-5);
     return;
   }
   double worst = 1;

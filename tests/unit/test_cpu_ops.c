@@ -434,12 +434,13 @@ static void test_fused(wk_pool *pool) {
   cpu_rmsnorm(out, x2, w, T, D, 1e-6f);
   CHECK(!memcmp(x, x2, sizeof x) && !memcmp(add, out, sizeof out), "resid_norm differs");
   CHECK(act.ready == cpu_mm_need(&mm) && act.x == add, "resid_norm: act not ready");
-  const size_t qrow = wk_act_row_size(WK_ACT_Q8K, D);
+  const int f = mm.kr.act;
+  const size_t qrow = cpu_act_row_size(f, D);
   unsigned char *want = wk_malloc(qrow);
   int same = 1;
   for (int t = 0; t < T; t++) {
     mm.kr.quantize_act(out + t * D, want, D);
-    same &= !memcmp(want, act.buf[WK_ACT_Q8K] + t * qrow, qrow);
+    same &= !memcmp(want, act.buf[f] + t * qrow, qrow);
   }
   CHECK(same, "resid_norm: converted rows differ");
   wk_free(want);

@@ -14,7 +14,8 @@
 //   mm          xb = gate * w_down
 // and the last residual add, the final norm of the rows whose logits are
 // wanted, and the output matrix. The exact and fast paths run the same steps;
-// only the matrix products (and whether anything is converted) differ.
+// only the matrix products (and whether anything is converted) differ: a
+// batch large enough for a matrix's f32 path (cpu_mm_need_n) converts nothing.
 #include <string.h>
 
 #include "backend/cpu/cpu_ctx.h"
@@ -77,7 +78,7 @@ static void ffn_block(cpu_ctx *c, int T, int il) {
   const layer_mm *lm = &c->lm[il];
   mm_run(c, &lm->gate, c->gate, &lm->up, c->up, NULL, NULL);
   cpu_glu(c->pool, c->avx2, m->act == WK_ACT_GELU_TANH, c->gate, c->up, T, m->ffn_dim, &c->act,
-          cpu_mm_need(&lm->down));
+          cpu_mm_need_n(&lm->down, T));
   mm_run(c, &lm->down, c->xb, NULL, NULL, NULL, NULL);
 }
 
@@ -104,10 +105,10 @@ void cpu_forward_batch(cpu_ctx *c, const wk_batch *bt, float *logits) {
     // Before attention: the previous layer's MLP output (none for layer 0).
     const layer_vecs *pv = il ? &c->lv[il - 1] : NULL;
     resid(c, T, il ? c->xb : NULL, pv ? pv->post_ffn_norm : NULL, v->attn_norm,
-          cpu_mm_need(&lm->wq) | cpu_mm_need(&lm->wk) | cpu_mm_need(&lm->wv));
+          cpu_mm_need_n(&lm->wq, T) | cpu_mm_need_n(&lm->wk, T) | cpu_mm_need_n(&lm->wv, T));
     attention_block(c, bt, il);
     resid(c, T, c->xb, v->post_attn_norm, v->ffn_norm,
-          cpu_mm_need(&lm->gate) | cpu_mm_need(&lm->up));
+          cpu_mm_need_n(&lm->gate, T) | cpu_mm_need_n(&lm->up, T));
     ffn_block(c, T, il);
   }
   resid(c, T, c->xb, m->n_layers ? c->lv[m->n_layers - 1].post_ffn_norm : NULL, NULL, 0);
@@ -117,7 +118,7 @@ void cpu_forward_batch(cpu_ctx *c, const wk_batch *bt, float *logits) {
     memcpy(c->xl + (size_t)i * dim, c->x + (size_t)bt->logits_at[i] * dim, dim * sizeof(float));
   cpu_resid r = {.x = c->xl, .out = c->xl, .w = c->out_norm, .n_tokens = bt->n_logits,
                  .d = m->dim, .eps = m->norm_eps, .act = &c->act,
-                 .need = cpu_mm_need(&c->out_mm)};
+                 .need = cpu_mm_need_n(&c->out_mm, bt->n_logits)};
   cpu_resid_norm(c->pool, &r);
   mm_run(c, &c->out_mm, logits, NULL, NULL, NULL, NULL);
   if (m->final_softcap > 0)

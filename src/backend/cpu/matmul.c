@@ -1,13 +1,18 @@
 // Matrix products. Exact path: weight rows are dequantized to f32 one tile at
 // a time into a per-thread buffer (never a whole matrix) and reused for every
-// token of the batch; dot products keep several f32 partial sums (GCC/Clang
+// token of the batch; AVX2 + FMA register tiles (kernels/fma_rows.h) where the
+// CPU has them, else dot products with several f32 partial sums (GCC/Clang
 // vector extensions give 4-wide arithmetic on any x86-64 level). Fast path:
-// the kernel table's gemm on activations converted once per input.
+// the same for batches of many tokens, else the kernels' gemm on activations
+// converted once per input.
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "backend/cpu/matmul.h"
 #include "backend/cpu/dequant.h"
+#include "backend/cpu/kernels/act16.h"
+#include "backend/cpu/kernels/fma_rows.h"
 #include "base/alloc.h"
 #include "quant/types.h"
 
@@ -81,9 +86,13 @@ static void dot4x2(const float *w, int64_t ldw, const float *xa, const float *xb
 
 size_t cpu_matmul_scratch(int64_t k) { return (size_t)CPU_MATMUL_TILE * (size_t)k; }
 
-// Exact path, rows [lo, hi) of w for every token: y[t * n + r].
-static void exact_rows(const wk_tensor *w, const float *x, int n_tokens, float *y, float *buf,
-                       long lo, long hi) {
+// Exact path, rows [lo, hi) of w for every token: y[t * n + r]. Weight rows
+// are dequantized CPU_MATMUL_TILE at a time into buf (the AVX2 decoders where
+// avx2 and the type has one: the same values as the reference), then
+// multiplied with every token (AVX2 + FMA tiles where avx2, else the 4-wide
+// loops above).
+static void exact_rows(const wk_tensor *w, bool avx2, const float *x, int n_tokens, float *y,
+                       float *buf, long lo, long hi) {
   const int64_t k = w->ne[0], n = w->ne[1];
   const size_t row_bytes = wk_row_size(w->type, k);
   const unsigned char *data = w->data;
@@ -94,11 +103,17 @@ static void exact_rows(const wk_tensor *w, const float *x, int n_tokens, float *
       wt = (const float *)data + (size_t)r0 * (size_t)k;
     } else {
       for (int r = 0; r < nr; r++) {
-        int rc = cpu_dequant_row(w->type, data + (size_t)(r0 + r) * row_bytes,
-                                 buf + (size_t)r * (size_t)k, k);
+        const unsigned char *src = data + (size_t)(r0 + r) * row_bytes;
+        float *dst = buf + (size_t)r * (size_t)k;
+        int rc = avx2 ? wk_act16_dequant_row(w->type, src, dst, k) : WICK_ERR_UNSUPPORTED;
+        if (rc != WICK_OK) rc = cpu_dequant_row(w->type, src, dst, k);
         WK_ASSERT(rc == WICK_OK);
       }
       wt = buf;
+    }
+    if (avx2) {
+      wk_fma_rows(wt, k, nr, x, (size_t)k, n_tokens, y + r0, (size_t)n);
+      continue;
     }
     int t = 0;
     for (; t + 2 <= n_tokens; t += 2) {
@@ -124,6 +139,7 @@ static void exact_rows(const wk_tensor *w, const float *x, int n_tokens, float *
 
 typedef struct mm_job {
   const wk_tensor *w;
+  bool avx2;
   const float *x;
   int n_tokens;
   float *y;
@@ -135,30 +151,65 @@ static void mm_run(void *ctx, int ith, int nth) {
   const mm_job *j = ctx;
   long lo, hi;
   wk_split((long)j->w->ne[1], ith, nth, CPU_MATMUL_TILE, &lo, &hi);
-  exact_rows(j->w, j->x, j->n_tokens, j->y, j->scratch + (size_t)ith * j->per_thread, lo, hi);
+  exact_rows(j->w, j->avx2, j->x, j->n_tokens, j->y, j->scratch + (size_t)ith * j->per_thread, lo,
+             hi);
 }
 
 void cpu_matmul(wk_pool *pool, float *scratch, size_t scratch_per_thread, const wk_tensor *w,
                 const float *x, int n_tokens, float *y) {
   WK_ASSERT(scratch_per_thread >= cpu_matmul_scratch(w->ne[0]));
-  mm_job j = {w, x, n_tokens, y, scratch, scratch_per_thread};
+  mm_job j = {w, wk_kernel_best_level() >= WK_LEVEL_AVX2, x, n_tokens, y, scratch,
+              scratch_per_thread};
   wk_pool_run(pool, mm_run, &j);
 }
 
 // ---- plans and converted activations ----
 
+size_t cpu_act_row_size(int f, int64_t k) {
+  return f == WK_ACT_A16 || f == WK_ACT_A16K ? wk_act16_row_size(f, k) : wk_act_row_size(f, k);
+}
+
+// Plan per matrix (prepare time): the 16-bit-activation kernels (act16.h)
+// for the quantized types they cover (exact path on CPUs without AVX2), else
+// the kernel table (kernels.h: f32 activations for float weights).
+// WICK_ACT8=1 in the environment picks the table's 8-bit-activation kernels
+// instead, for A/B benchmarks (they miss the accuracy rule of
+// tests/python/test_forward_default.py).
 void cpu_mm_plan(cpu_mm *mm, const wk_tensor *w, bool exact) {
   memset(mm, 0, sizeof *mm);
   mm->w = w;
   mm->row_bytes = wk_row_size(w->type, w->ne[0]);
-  if (exact || wk_kernel_pick(w->type, WK_LEVEL_AUTO, &mm->kr) != WICK_OK) return;
+  mm->avx2 = wk_kernel_best_level() >= WK_LEVEL_AVX2;
+  if (exact) return;
+  const char *a8 = getenv("WICK_ACT8");
+  const bool act8 = a8 && a8[0] == '1';
+  if (!act8 && wk_act16_pick(w->type, WK_LEVEL_AUTO, &mm->kr) == WICK_OK) {
+    // Without AVX2 these are the slow reference kernels: the exact path is as
+    // accurate and faster.
+    if (mm->kr.level == WK_LEVEL_SCALAR) return;
+  } else if (wk_kernel_pick(w->type, WK_LEVEL_AUTO, &mm->kr) != WICK_OK) {
+    return;
+  }
   mm->fast = mm->kr.k_multiple > 0 && w->ne[0] % mm->kr.k_multiple == 0 &&
              mm->kr.act >= 0 && mm->kr.act < CPU_ACT_FMTS &&
-             wk_act_row_size(mm->kr.act, w->ne[0]) > 0;
+             cpu_act_row_size(mm->kr.act, w->ne[0]) > 0;
+  mm->f32_min = !mm->avx2 || mm->kr.act == WK_ACT_F32 ? INT32_MAX
+                : mm->kr.act == WK_ACT_A16                 ? CPU_F32_MIN_TOKENS_Q
+                : mm->kr.act == WK_ACT_A16K                ? CPU_F32_MIN_TOKENS_K
+                                                           : CPU_F32_MIN_TOKENS;
 }
 
 unsigned cpu_mm_need(const cpu_mm *mm) {
   return mm->fast && mm->kr.act != WK_ACT_F32 ? 1u << mm->kr.act : 0u;
+}
+
+// Whether a batch of n_tokens takes the f32 path although mm is fast.
+static bool f32_batch(const cpu_mm *mm, int n_tokens) {
+  return mm->fast && n_tokens >= mm->f32_min;
+}
+
+unsigned cpu_mm_need_n(const cpu_mm *mm, int n_tokens) {
+  return f32_batch(mm, n_tokens) ? 0u : cpu_mm_need(mm);
 }
 
 void cpu_act_reserve(cpu_act *a, const cpu_mm *mm, int max_tokens) {
@@ -166,7 +217,7 @@ void cpu_act_reserve(cpu_act *a, const cpu_mm *mm, int max_tokens) {
   if (!need) return;
   const int f = mm->kr.act;
   size_t bytes;
-  if (!wk_mul_ok(wk_act_row_size(f, mm->w->ne[0]), (size_t)max_tokens, &bytes)) bytes = SIZE_MAX;
+  if (!wk_mul_ok(cpu_act_row_size(f, mm->w->ne[0]), (size_t)max_tokens, &bytes)) bytes = SIZE_MAX;
   if (bytes > a->cap[f]) a->cap[f] = bytes;
   a->quant[f] = mm->kr.quantize_act;
 }
@@ -195,7 +246,7 @@ void cpu_act_set(cpu_act *a, const float *x, int n_tokens, int64_t k) {
 void cpu_act_convert_rows(cpu_act *a, unsigned need, int t0, int t1) {
   for (int f = 0; f < CPU_ACT_FMTS; f++) {
     if (!(need >> f & 1u)) continue;
-    const size_t row = wk_act_row_size(f, a->k);
+    const size_t row = cpu_act_row_size(f, a->k);
     WK_ASSERT(row > 0 && a->quant[f] && row * (size_t)a->n_tokens <= a->cap[f]);
     for (int t = t0; t < t1; t++)
       a->quant[f](a->x + (size_t)t * (size_t)a->k, a->buf[f] + (size_t)t * row, a->k);
@@ -225,7 +276,8 @@ void cpu_act_convert(wk_pool *pool, cpu_act *a, unsigned need) {
 
 // ---- the product: chunks of rows of up to 4 matrices, claimed by threads ----
 
-enum { MM_MAX = 4, MM_ALIGN = 24 };  // chunks: multiples of the tiles (8 exact, 3 and 4 fast)
+enum { MM_MAX = 4, MM_ALIGN = 24 };  // chunks: multiples of 24 rows (whole 4-row f32 tiles,
+                                     // 2-row 16-bit ones, 3- and 4-row 8-bit ones)
 
 typedef struct mm_multi {
   const cpu_act *a;
@@ -248,15 +300,15 @@ static void multi_chunk(const mm_multi *j, long c, float *buf) {
   const long r0 = (c - j->first[i]) * j->chunk[i];
   const long r1 = r0 + j->chunk[i] < rows ? r0 + j->chunk[i] : rows;
   const cpu_act *a = j->a;
-  if (!mm->fast) {
-    exact_rows(mm->w, a->x, a->n_tokens, j->y[i], buf, r0, r1);
+  if (!mm->fast || f32_batch(mm, a->n_tokens)) {
+    exact_rows(mm->w, mm->avx2, a->x, a->n_tokens, j->y[i], buf, r0, r1);
     return;
   }
   const void *xq = a->x;
   size_t xq_row = (size_t)a->k * sizeof(float);
   if (mm->kr.act != WK_ACT_F32) {
     xq = a->buf[mm->kr.act];
-    xq_row = wk_act_row_size(mm->kr.act, a->k);
+    xq_row = cpu_act_row_size(mm->kr.act, a->k);
   }
   mm->kr.gemm((const unsigned char *)mm->w->data + (size_t)r0 * mm->row_bytes, mm->row_bytes,
               a->k, (int)(r1 - r0), xq, xq_row, a->n_tokens, j->y[i] + r0, (size_t)rows);
@@ -279,8 +331,8 @@ void cpu_mm_run(wk_pool *pool, float *scratch, size_t scratch_per_thread, cpu_ac
   unsigned need = 0;
   for (int i = 0; i < n; i++) {
     WK_ASSERT(mm[i]->w->ne[0] == a->k);
-    need |= cpu_mm_need(mm[i]);
-    if (!mm[i]->fast) WK_ASSERT(scratch_per_thread >= cpu_matmul_scratch(a->k));
+    need |= cpu_mm_need_n(mm[i], a->n_tokens);
+    WK_ASSERT(scratch_per_thread >= cpu_matmul_scratch(a->k));
   }
   cpu_act_convert(pool, a, need);
   const int nth = wk_pool_size(pool);

@@ -1,12 +1,14 @@
 // Matrix products of a weight (in its file format) with activations.
 //
-// Two paths, chosen per weight matrix at prepare time (cpu_mm_plan):
+// Two plans, chosen per weight matrix at prepare time (cpu_mm_plan):
 //   exact: weight rows dequantized to f32 a tile at a time and multiplied with
 //          the f32 activations (reference-accurate; `--exact`, and every type
 //          without a kernel);
-//   fast:  the SIMD kernel table (backend/cpu/kernels/kernels.h): activations
-//          converted once to the kernel's format (8-bit blocks for quantized
-//          weights, plain f32 for F32/F16/BF16/FP8 weights), integer or f32
+//   fast:  batches of at least f32_min tokens (AVX2 CPUs) run as exact, where
+//          f32 FMA tiles beat integer kernels; smaller ones (decode) use the
+//          SIMD kernels: activations converted once to the kernel's format
+//          (16-bit blocks for quantized weights, kernels/act16.h; plain f32
+//          for F32/F16/BF16/FP8 weights, kernels/kernels.h), integer or f32
 //          dot products straight from the weight blocks.
 // Both split output rows across the pool's threads in chunks claimed from a
 // shared counter, so a thread that the OS delays does not hold the others up.
@@ -22,9 +24,23 @@
 #include "model/model.h"
 
 // Weight rows dequantized at once per thread (each used for every token).
-#define CPU_MATMUL_TILE 8
-// Activation formats (wk_act_fmt values are 0..CPU_ACT_FMTS-1).
-#define CPU_ACT_FMTS 3
+#define CPU_MATMUL_TILE 32
+// Batches of at least this many tokens take the f32 path on AVX2 machines
+// even for fast-path matrices: each dequantized weight then serves enough
+// tokens for f32 FMA tiles to beat the integer kernels, and those tokens get
+// the exact path's results. Measured crossovers (one thread, the default
+// models' shapes, AMD Zen 3): ~10 tokens for the 32-value formats against
+// 16-bit activations, ~30 for the super-block ones, whose integer kernels
+// share each decoded block among more tokens.
+#define CPU_F32_MIN_TOKENS_Q 12
+#define CPU_F32_MIN_TOKENS_K 32
+#define CPU_F32_MIN_TOKENS 16  // other kernels (8-bit activations)
+// Activation formats: kernels.h's wk_act_fmt (0..2) and act16.h's (3, 4).
+#define CPU_ACT_FMTS 5
+
+// Bytes of one row of k values converted to activation format f (either
+// kernels.h's wk_act_fmt or act16.h's); 0 when k is not a multiple of its block.
+size_t cpu_act_row_size(int f, int64_t k);
 
 // Floats of scratch one thread needs for the exact path with rows of length k.
 size_t cpu_matmul_scratch(int64_t k);
@@ -44,6 +60,8 @@ typedef struct cpu_mm {
   const wk_tensor *w;  // ne[0] = k inputs, ne[1] = rows (outputs)
   wk_kernel kr;        // the kernels (valid when fast)
   bool fast;           // true: kernel path; false: exact path
+  bool avx2;           // the exact path may use AVX2 + FMA tiles
+  int f32_min;         // fast: batches of this many tokens take the f32 path
   size_t row_bytes;    // bytes of one weight row
 } cpu_mm;
 
@@ -53,6 +71,9 @@ void cpu_mm_plan(cpu_mm *mm, const wk_tensor *w, bool exact);
 // Bit (1 << wk_act_fmt) of the converted activations mm reads; 0 when it
 // reads the f32 rows themselves (exact path or f32 activations).
 unsigned cpu_mm_need(const cpu_mm *mm);
+// The same for an input of n_tokens rows: 0 also when the batch is large
+// enough for the f32 path (CPU_F32_MIN_TOKENS).
+unsigned cpu_mm_need_n(const cpu_mm *mm, int n_tokens);
 
 // The input rows of one or more matrices, with the conversions done so far:
 // each format is converted once per input, however many matrices read it.

@@ -1,0 +1,86 @@
+// 16-bit activation kernels: the CPU fast path's integer dot products with
+// activations rounded to 1/16383 of their block's largest magnitude (14 bits
+// and a sign) instead of 1/127 (kernels.h's WK_ACT_Q8 / WK_ACT_Q8K).
+//
+// Why: 8-bit activations move logits by up to ~1.5% of their range on the
+// default models (SmolLM2 Q4_1, Gemma 3 Q4_K_M; the error is spread over
+// every matrix, not one), which breaks the fast path's accuracy rule (greedy
+// steps leave the transformers reference only at near ties, perplexity
+// within 0.5%); 16-bit activations bring it down ~100x. Weight codes are
+// widened to int16 once per row block and multiplied with the activations by
+// pmaddwd (as many products per instruction as the 8-bit pmaddubsw +
+// pmaddwd pair); the widening costs extra instructions, so the CPU backend
+// uses these kernels for batches of a few tokens (decode, where reading the
+// weights dominates) and f32 FMA tiles for larger ones (backend/cpu/matmul.h).
+//
+// Formats (x[i] ~= d * v[i], v in [-16383, 16383], rounded to nearest even):
+//   WK_ACT_A16   32-value blocks, for Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL;
+//   WK_ACT_A16K  256-value blocks, for Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS.
+// Both carry d times the integer sums (of 32, or of each 16), which the
+// formats with a block minimum multiply. The ids continue kernels.h's
+// wk_act_fmt; wk_act16_pick fills the same wk_kernel struct, so callers use
+// these kernels exactly as the table's (see kernels.h "Usage").
+//
+// Integer range: with |v| <= 16383 every int32 lane stays exact. The tightest
+// case is a Q6_K super-block: 32 products per lane of |code * scale| <= 32 *
+// 128 and |v| <= 16383, at most 2,147,352,576 < 2^31.
+#ifndef WICK_BACKEND_CPU_KERNELS_ACT16_H
+#define WICK_BACKEND_CPU_KERNELS_ACT16_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backend/cpu/kernels/kernels.h"
+
+enum {
+  WK_ACT_A16 = 3,   // wk_act16[k / 32]
+  WK_ACT_A16K = 4,  // wk_act16k[k / 256]
+};
+
+#define WK_ACT16_QMAX 16383
+
+// 32 activations: x[i] ~= d * v[i].
+typedef struct wk_act16 {
+  float d;         // max |x| / WK_ACT16_QMAX
+  float s;         // d * sum(v)
+  int16_t v[32];   // (32)
+} wk_act16;
+
+// 256 activations: x[i] ~= d * v[i].
+typedef struct wk_act16k {
+  float d;         // max |x| / WK_ACT16_QMAX
+  float s[16];     // s[j] = d * sum of v[16 j .. 16 j + 15]
+  int16_t v[256];  // (256)
+} wk_act16k;
+
+// Fills *out with the 16-bit-activation kernels of weight type `type` at
+// `level` (WK_LEVEL_AUTO: the best this CPU has; AVX-512 CPUs get the AVX2
+// kernels). Returns WICK_OK, or WICK_ERR_UNSUPPORTED when the type has none
+// (float weights: use wk_kernel_pick) or this CPU lacks `level`.
+int wk_act16_pick(int type, int level, wk_kernel *out);
+
+// Bytes of one activation row of n elements in format act (WK_ACT_A16 or
+// WK_ACT_A16K); 0 for another format or n not a multiple of its block.
+size_t wk_act16_row_size(int act, int64_t n);
+
+// Decodes n weights of `type` (one of the types above) from src into f32 dst
+// with AVX2, the same values as wk_dequantize_row (every product of a scale
+// and integer levels is exact in f32; only a zero's sign may differ). Call
+// only when wk_kernel_best_level() >= WK_LEVEL_AVX2 (checked once by the
+// caller: cpuid is slow). Returns WICK_OK, or WICK_ERR_UNSUPPORTED for
+// another type or n not a multiple of the block.
+int wk_act16_dequant_row(int type, const void *src, float *dst, int64_t n);
+
+// ---- shared by act16*.c only ----
+void wk_act16_quantize(const float *x, void *xq, int64_t n);    // WK_ACT_A16
+void wk_act16k_quantize(const float *x, void *xq, int64_t n);   // WK_ACT_A16K
+void wk_act16_avx2_quantize(const float *x, void *xq, int64_t n);   // same bytes
+void wk_act16k_avx2_quantize(const float *x, void *xq, int64_t n);  // same bytes
+// Per-level lookups: fill *dot and *gemm, return 1 when the level has `type`.
+int wk_act16_scalar_find(int type, wk_vec_dot_fn *dot, wk_gemm_fn *gemm);
+int wk_act16_avx2_find(int type, wk_vec_dot_fn *dot, wk_gemm_fn *gemm);
+// AVX2 decoders of the 32-value and the super-block formats (1: done).
+int wk_act16_avx2_dequant_q(int type, const uint8_t *src, float *dst, int64_t nb);
+int wk_act16_avx2_dequant_k(int type, const uint8_t *src, float *dst, int64_t nb);
+
+#endif

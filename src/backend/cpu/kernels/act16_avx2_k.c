@@ -1,0 +1,347 @@
+// AVX2 16-bit-activation kernels for the 256-value super-block formats (Q2_K,
+// Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS against WK_ACT_A16K), and their f32
+// decoders.
+//
+// A super-block is 8 chunks of 32 values; chunk j's codes become two vectors
+// of 16 int16 (values 32 j .. 32 j + 15 and the next 16), signed where the
+// format has a fixed offset (Q3_K: code - 4, Q6_K: code - 32, IQ4_XS: its
+// table) and multiplied by their sub-block's integer scale (pmullw; at most
+// 32 * 128 in magnitude), then by the activations (pmaddwd) into one int32
+// accumulator per (row, token). Per super-block:
+//   acc += float(isum) * (d_w * d_a)
+//   acc -= (dmin * min) * s_a per 16 values        (Q2_K, Q4_K, Q5_K).
+#include "backend/cpu/kernels/act16_x86.h"
+#include "backend/cpu/kernels/kernels_internal.h"
+#include "quant/types.h"
+
+
+// Per row and super-block: what the chunks and the final scaling need.
+typedef struct kprep {
+  __m256i sc_lo, sc_hi;  // int16 scales of values 0..127 (sc_lo) and 128..255
+                         // (sc_hi): 8 per vector, the same 8 in both halves
+                         // (32-value sub-blocks: sc_lo holds all 8, sc_hi unused)
+  float d;               // super-block scale
+  __m256 m0, m1;         // dmin * min of each 16 values (formats with mins)
+} kprep;
+
+AT AI int kbytes(const int type) {
+  switch (type) {
+    case WK_Q2_K: return 84;
+    case WK_Q3_K: return 110;
+    case WK_Q4_K: return 144;
+    case WK_Q5_K: return 176;
+    case WK_Q6_K: return 210;
+    default: return 136;  // WK_IQ4_XS
+  }
+}
+
+AT AI int khas_min(const int type) {
+  return type == WK_Q2_K || type == WK_Q4_K || type == WK_Q5_K;
+}
+
+// Formats whose scales cover 32 values (the others: 16).
+AT AI int kscale32(const int type) {
+  return type == WK_Q4_K || type == WK_Q5_K || type == WK_IQ4_XS;
+}
+
+// 8 bytes (low half of b) -> 8 int16 in both halves; signed or not.
+AT AI __m256i kbcast16(__m128i b, int is_signed) {
+  return _mm256_broadcastsi128_si256(is_signed ? _mm_cvtepi8_epi16(b) : _mm_cvtepu8_epi16(b));
+}
+
+// 8 bytes (low half of b) -> 8 f32 times f.
+AT AI __m256 kmins(__m128i b, float f) {
+  return _mm256_mul_ps(_mm256_set1_ps(f), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(b)));
+}
+
+// The 8 scales (bytes 0-7) and 8 mins (bytes 8-15) of a Q4_K / Q5_K block
+// from its 12 packed bytes at s (the 16-byte load reads 4 bytes past them).
+// Words a0 a1 a2: scales 0-3 = bytes of a0 & 63, mins 0-3 = bytes of a1 & 63;
+// scales 4-7 = low nibbles of a2's bytes | (a0's bytes >> 6) << 4, mins 4-7 =
+// high nibbles of a2's bytes | (a1's bytes >> 6) << 4.
+AT AI __m128i kscales_k4(const uint8_t *s) {
+  const __m128i x = a16_load128(s);
+  const __m128i low = _mm_and_si128(x, _mm_set1_epi8(63));  // sc0-3 m0-3
+  const __m128i top = _mm_and_si128(_mm_srli_epi32(x, 2), _mm_set1_epi8(0x30));
+  __m128i a2 = _mm_shuffle_epi32(x, 0xaa);                  // a2 in every word
+  a2 = _mm_and_si128(_mm_srlv_epi32(a2, _mm_setr_epi32(0, 4, 0, 0)), _mm_set1_epi8(15));
+  return _mm_unpacklo_epi32(low, _mm_or_si128(a2, top));    // sc0-7 m0-7
+}
+
+// Scale i (0..15) of a Q3_K block, 6 bits, minus 32: low 4 bits in nibble
+// (i / 8) of byte (i % 8) of s[0..7], top 2 bits at 2 (i / 4) of byte (i % 4)
+// of s[8..11].
+AT AI __m128i kscales_q3(const uint8_t *s) {
+  const __m128i x = _mm_loadl_epi64((const __m128i *)s);
+  const __m128i m4 = _mm_set1_epi8(15);
+  __m128i lo = _mm_unpacklo_epi64(_mm_and_si128(x, m4), _mm_and_si128(_mm_srli_epi16(x, 4), m4));
+  uint32_t a2;
+  memcpy(&a2, s + 8, 4);
+  __m128i hi = _mm_srlv_epi32(_mm_set1_epi32((int)a2), _mm_setr_epi32(0, 2, 4, 6));
+  hi = _mm_slli_epi16(_mm_and_si128(hi, _mm_set1_epi8(3)), 4);
+  return _mm_sub_epi8(_mm_or_si128(lo, hi), _mm_set1_epi8(32));
+}
+
+// Scale ib (0..7) of an IQ4_XS block minus 32: nibble ib of scales_l (bytes
+// 4-7) | 2 bits at 2 ib of scales_h (bytes 2-3) << 4; as 8 int16.
+AT AI __m128i kscales_iq4xs(const uint8_t *b) {
+  uint32_t l;
+  memcpy(&l, b + 4, 4);
+  const __m256i sh = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);
+  __m256i lo = _mm256_srlv_epi32(_mm256_set1_epi32((int)l), _mm256_add_epi32(sh, sh));
+  __m256i hi = _mm256_srlv_epi32(_mm256_set1_epi32((int)a16_u16(b + 2)), sh);
+  __m256i sc = _mm256_or_si256(_mm256_and_si256(lo, _mm256_set1_epi32(15)),
+                               _mm256_slli_epi32(_mm256_and_si256(hi, _mm256_set1_epi32(3)), 4));
+  sc = _mm256_sub_epi32(sc, _mm256_set1_epi32(32));
+  return _mm_packs_epi32(_mm256_castsi256_si128(sc), _mm256_extracti128_si256(sc, 1));
+}
+
+// Layouts (bytes; d, dmin: f16):
+//   Q2_K   scales[16] (low nibble scale, high nibble min) qs[64] d dmin
+//   Q3_K   hmask[32] qs[64] scales[12] d
+//   Q4_K   d dmin scales[12] qs[128]
+//   Q5_K   d dmin scales[12] qh[32] qs[128]
+//   Q6_K   ql[128] qh[64] scales[16] (int8) d
+//   IQ4_XS d scales_h[2] scales_l[4] qs[128]
+AT AI void kprep_block(const int type, const uint8_t *b, kprep *p) {
+  switch (type) {
+    case WK_Q2_K: {
+      const __m128i x = a16_load128(b);
+      const __m128i sc = _mm_and_si128(x, _mm_set1_epi8(15));
+      const __m128i m = _mm_and_si128(_mm_srli_epi16(x, 4), _mm_set1_epi8(15));
+      const float dmin = a16_f16(b + 82);
+      p->sc_lo = kbcast16(sc, 0);
+      p->sc_hi = kbcast16(_mm_srli_si128(sc, 8), 0);
+      p->m0 = kmins(m, dmin);
+      p->m1 = kmins(_mm_srli_si128(m, 8), dmin);
+      p->d = a16_f16(b + 80);
+      break;
+    }
+    case WK_Q3_K: {
+      const __m128i sc = kscales_q3(b + 96);
+      p->sc_lo = kbcast16(sc, 1);
+      p->sc_hi = kbcast16(_mm_srli_si128(sc, 8), 1);
+      p->d = a16_f16(b + 108);
+      break;
+    }
+    case WK_Q4_K:
+    case WK_Q5_K: {
+      const __m128i v = kscales_k4(b + 4);
+      const __m128i twice =
+          _mm_setr_epi8(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15);
+      const __m128i m = _mm_shuffle_epi8(v, twice);  // m0 m0 m1 m1 .. (per 16 values)
+      const float dmin = a16_f16(b + 2);
+      p->sc_lo = kbcast16(v, 0);
+      p->m0 = kmins(m, dmin);
+      p->m1 = kmins(_mm_srli_si128(m, 8), dmin);
+      p->d = a16_f16(b);
+      break;
+    }
+    case WK_Q6_K: {
+      const __m128i sc = a16_load128(b + 192);
+      p->sc_lo = kbcast16(sc, 1);
+      p->sc_hi = kbcast16(_mm_srli_si128(sc, 8), 1);
+      p->d = a16_f16(b + 208);
+      break;
+    }
+    default:  // WK_IQ4_XS
+      p->sc_lo = _mm256_broadcastsi128_si256(kscales_iq4xs(b));
+      p->d = a16_f16(b);
+      break;
+  }
+}
+
+// Element i (0..7) of each half of v in all 16-bit lanes.
+AT AI __m256i kpick(__m256i v, int i) {
+  return _mm256_shuffle_epi8(v, _mm256_set1_epi16((short)(2 * i | (2 * i + 1) << 8)));
+}
+
+// Low nibbles (hi = 0) or high nibbles (hi = 1) of int16 lanes < 256.
+AT AI __m256i knib(__m256i x, int hi) {
+  return hi ? _mm256_srli_epi16(x, 4) : _mm256_and_si256(x, _mm256_set1_epi16(15));
+}
+
+// Chunk j (values 32 j .. 32 j + 31) of super-block b: scaled int16 codes.
+AT AI void kchunk(const int type, const uint8_t *b, const kprep *p, int j, __m256i *c0,
+                  __m256i *c1) {
+  __m256i x0, x1;
+  switch (type) {
+    case WK_Q2_K: {  // 2 bits at 2 (j % 4) of qs[32 (j / 4) + l]
+      const uint8_t *q = b + 16 + 32 * (j >> 2);
+      x0 = a16_bits(a16_u8x16(q), 2 * (j & 3), 0, 2);
+      x1 = a16_bits(a16_u8x16(q + 16), 2 * (j & 3), 0, 2);
+      break;
+    }
+    case WK_Q3_K: {  // as Q2_K, + 4 where bit j of hmask[l] is set; value = code - 4
+      const uint8_t *q = b + 32 + 32 * (j >> 2);
+      const __m256i four = _mm256_set1_epi16(4);
+      x0 = _mm256_or_si256(a16_bits(a16_u8x16(q), 2 * (j & 3), 0, 2),
+                           a16_bits(a16_u8x16(b), j, 2, 1));
+      x1 = _mm256_or_si256(a16_bits(a16_u8x16(q + 16), 2 * (j & 3), 0, 2),
+                           a16_bits(a16_u8x16(b + 16), j, 2, 1));
+      x0 = _mm256_sub_epi16(x0, four);
+      x1 = _mm256_sub_epi16(x1, four);
+      break;
+    }
+    case WK_Q4_K: {  // nibble (j % 2) of qs[32 (j / 2) + l]
+      const uint8_t *q = b + 16 + 32 * (j >> 1);
+      x0 = knib(a16_u8x16(q), j & 1);
+      x1 = knib(a16_u8x16(q + 16), j & 1);
+      break;
+    }
+    case WK_Q5_K: {  // as Q4_K, + 16 where bit j of qh[l] is set
+      const uint8_t *q = b + 48 + 32 * (j >> 1);
+      x0 = _mm256_or_si256(knib(a16_u8x16(q), j & 1), a16_bits(a16_u8x16(b + 16), j, 4, 1));
+      x1 = _mm256_or_si256(knib(a16_u8x16(q + 16), j & 1), a16_bits(a16_u8x16(b + 32), j, 4, 1));
+      break;
+    }
+    case WK_Q6_K: {  // half n = j / 4, k = j % 4: nibble (k / 2) of ql[64 n + 32 (k % 2) + l]
+                     // | 2 bits at 2 k of qh[32 n + l], minus 32
+      const int n = j >> 2, k = j & 3;
+      const uint8_t *ql = b + 64 * n + 32 * (k & 1), *qh = b + 128 + 32 * n;
+      const __m256i off = _mm256_set1_epi16(32);
+      x0 = _mm256_or_si256(knib(a16_u8x16(ql), k >> 1), a16_bits(a16_u8x16(qh), 2 * k, 4, 2));
+      x1 = _mm256_or_si256(knib(a16_u8x16(ql + 16), k >> 1),
+                           a16_bits(a16_u8x16(qh + 16), 2 * k, 4, 2));
+      x0 = _mm256_sub_epi16(x0, off);
+      x1 = _mm256_sub_epi16(x1, off);
+      break;
+    }
+    default: {  // WK_IQ4_XS: table values of the low / high nibbles of qs[16 j + l]
+      const __m128i lut = _mm_loadu_si128((const __m128i *)wk_kern_iq4nl_values);
+      const __m128i m4 = _mm_set1_epi8(15);
+      __m128i q = a16_load128(b + 8 + 16 * j);
+      x0 = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(lut, _mm_and_si128(q, m4)));
+      x1 = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(lut, _mm_and_si128(_mm_srli_epi16(q, 4), m4)));
+      break;
+    }
+  }
+  if (kscale32(type)) {
+    const __m256i s = kpick(p->sc_lo, j);
+    *c0 = _mm256_mullo_epi16(x0, s);
+    *c1 = _mm256_mullo_epi16(x1, s);
+  } else {  // scales 2 j and 2 j + 1
+    const __m256i v = j < 4 ? p->sc_lo : p->sc_hi;
+    *c0 = _mm256_mullo_epi16(x0, kpick(v, (2 * j) & 7));
+    *c1 = _mm256_mullo_epi16(x1, kpick(v, (2 * j + 1) & 7));
+  }
+}
+
+AT AI void ktile(const int type, const int R, const int N, const uint8_t *w, size_t ws,
+                 int64_t nb, const uint8_t *xq, size_t xs, float *y, size_t ys,
+                 size_t yr) {
+  const int bytes = kbytes(type);
+  __m256 acc[A16_MAXR][A16_MAXN];
+  A16_UNROLL for (int r = 0; r < R; r++) A16_UNROLL for (int t = 0; t < N; t++)
+      acc[r][t] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; b++) {
+    kprep p[A16_MAXR];
+    const wk_act16k *a[A16_MAXN];
+    A16_UNROLL for (int r = 0; r < R; r++)
+        kprep_block(type, w + (size_t)r * ws + (size_t)b * (size_t)bytes, &p[r]);
+    A16_UNROLL for (int t = 0; t < N; t++) a[t] = (const wk_act16k *)(xq + (size_t)t * xs) + b;
+    __m256i is[A16_MAXR][A16_MAXN];
+    A16_UNROLL for (int r = 0; r < R; r++) A16_UNROLL for (int t = 0; t < N; t++)
+        is[r][t] = _mm256_setzero_si256();
+    A16_UNROLL for (int j = 0; j < 8; j++) {
+      A16_UNROLL for (int r = 0; r < R; r++) {
+        __m256i c0, c1;
+        kchunk(type, w + (size_t)r * ws + (size_t)b * (size_t)bytes, &p[r], j, &c0, &c1);
+        A16_UNROLL for (int t = 0; t < N; t++) {
+          const int16_t *v = a[t]->v + 32 * j;
+          const __m256i p = _mm256_add_epi32(_mm256_madd_epi16(c0, a16_load(v)),
+                                             _mm256_madd_epi16(c1, a16_load(v + 16)));
+          is[r][t] = _mm256_add_epi32(is[r][t], p);
+          A16_KEEP(is[r][t]);
+        }
+      }
+    }
+    A16_UNROLL for (int r = 0; r < R; r++) A16_UNROLL for (int t = 0; t < N; t++) {
+      __m256 dd = _mm256_mul_ps(_mm256_set1_ps(p[r].d), _mm256_set1_ps(a[t]->d));
+      acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is[r][t]), dd, acc[r][t]);
+      if (khas_min(type)) {
+        acc[r][t] = _mm256_fnmadd_ps(p[r].m0, _mm256_loadu_ps(a[t]->s), acc[r][t]);
+        acc[r][t] = _mm256_fnmadd_ps(p[r].m1, _mm256_loadu_ps(a[t]->s + 8), acc[r][t]);
+      }
+    }
+  }
+  A16_UNROLL for (int r = 0; r < R; r++) A16_UNROLL for (int t = 0; t < N; t++)
+      y[(size_t)t * ys + (size_t)r * yr] = a16_hsum(acc[r][t]);
+}
+
+// Register tiles: main rows x tokens, decode rows.
+#ifndef K_RM
+#define K_RM 1
+#define K_RN 4
+#define K_DM 1
+#endif
+
+A16_TYPE(q2_k, WK_Q2_K, ktile, 256, K_RM, K_RN, K_DM)
+A16_TYPE(q3_k, WK_Q3_K, ktile, 256, K_RM, K_RN, K_DM)
+A16_TYPE(q4_k, WK_Q4_K, ktile, 256, K_RM, K_RN, K_DM)
+A16_TYPE(q5_k, WK_Q5_K, ktile, 256, K_RM, K_RN, K_DM)
+A16_TYPE(q6_k, WK_Q6_K, ktile, 256, K_RM, K_RN, K_DM)
+A16_TYPE(iq4_xs, WK_IQ4_XS, ktile, 256, K_RM, K_RN, K_DM)
+
+// ---- f32 decoding: (d * scale) * code - dmin * min, per sub-block ---------------
+
+#define DEQ_K(T, TYPE)                                                                       \
+  AT static void T##_deq(const uint8_t *b, float *y, int64_t nb) {                            \
+    for (int64_t i = 0; i < nb; i++, b += kbytes(TYPE), y += 256) {                          \
+      kprep p;                                                                               \
+      kprep_block(TYPE, b, &p);                                                              \
+      const __m256 d = _mm256_set1_ps(p.d);                                                  \
+      A16_UNROLL for (int j = 0; j < 8; j++) {                                               \
+        __m256i c0, c1;                                                                      \
+        kchunk(TYPE, b, &p, j, &c0, &c1);                                                    \
+        if (khas_min(TYPE)) {                                                                \
+          const __m256 mv = j < 4 ? p.m0 : p.m1;  /* dmin * min of each 16 */                \
+          __m256 m0 = _mm256_permutevar8x32_ps(mv, _mm256_set1_epi32((2 * j) & 7));          \
+          __m256 m1 = _mm256_permutevar8x32_ps(mv, _mm256_set1_epi32((2 * j + 1) & 7));      \
+          m0 = _mm256_sub_ps(_mm256_setzero_ps(), m0);                                       \
+          m1 = _mm256_sub_ps(_mm256_setzero_ps(), m1);                                       \
+          a16_store16(y + 32 * j, c0, d, &m0);                                               \
+          a16_store16(y + 32 * j + 16, c1, d, &m1);                                          \
+        } else {                                                                             \
+          a16_store16(y + 32 * j, c0, d, NULL);                                              \
+          a16_store16(y + 32 * j + 16, c1, d, NULL);                                         \
+        }                                                                                    \
+      }                                                                                      \
+    }                                                                                        \
+  }
+DEQ_K(q2_k, WK_Q2_K)
+DEQ_K(q3_k, WK_Q3_K)
+DEQ_K(q4_k, WK_Q4_K)
+DEQ_K(q5_k, WK_Q5_K)
+DEQ_K(q6_k, WK_Q6_K)
+DEQ_K(iq4_xs, WK_IQ4_XS)
+
+int wk_act16_avx2_dequant_k(int type, const uint8_t *src, float *dst, int64_t nb) {
+  switch (type) {
+    case WK_Q2_K: q2_k_deq(src, dst, nb); return 1;
+    case WK_Q3_K: q3_k_deq(src, dst, nb); return 1;
+    case WK_Q4_K: q4_k_deq(src, dst, nb); return 1;
+    case WK_Q5_K: q5_k_deq(src, dst, nb); return 1;
+    case WK_Q6_K: q6_k_deq(src, dst, nb); return 1;
+    case WK_IQ4_XS: iq4_xs_deq(src, dst, nb); return 1;
+    default: return 0;
+  }
+}
+
+int wk_act16_avx2_k_find(int type, wk_vec_dot_fn *dot, wk_gemm_fn *gemm) {
+  static const struct {
+    int type;
+    wk_vec_dot_fn dot;
+    wk_gemm_fn gemm;
+  } rows[] = {
+      A16_ROW(WK_Q2_K, q2_k), A16_ROW(WK_Q3_K, q3_k), A16_ROW(WK_Q4_K, q4_k),
+      A16_ROW(WK_Q5_K, q5_k), A16_ROW(WK_Q6_K, q6_k), A16_ROW(WK_IQ4_XS, iq4_xs),
+  };
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+    if (rows[i].type == type) {
+      *dot = rows[i].dot;
+      *gemm = rows[i].gemm;
+      return 1;
+    }
+  return 0;
+}

@@ -1,0 +1,186 @@
+// Shared by the AVX2 16-bit-activation kernels (act16_avx2_q.c: 32-value
+// blocks and the converters; act16_avx2_k.c: 256-value super-blocks).
+//
+// Every kernel is a register tile of R weight rows x N tokens: per weight
+// block each row's codes are widened to int16 once (times the sub-block
+// scale for the K-quants) and multiplied with each token's int16 activations
+// by pmaddwd. The 32-value formats then reduce each output's block sum to one
+// lane and scale 8 outputs at once; the super-blocks (whose float work is
+// per 256 values) keep one 8-lane float accumulator per output, summed across
+// lanes at the end. Every output runs the same operations in the same order
+// whatever the tile shape, so gemm equals vec_dot bit for bit. Decode tiles
+// (one token) take rows j, j + q, j + 2 q, ... so that their rows are
+// separate memory streams (see a16_gemm).
+#ifndef WICK_BACKEND_CPU_KERNELS_ACT16_X86_H
+#define WICK_BACKEND_CPU_KERNELS_ACT16_X86_H
+
+#include <immintrin.h>
+#include <string.h>
+
+#include "backend/cpu/kernels/act16.h"
+
+#define AT __attribute__((target("avx2,fma,f16c")))
+#define AI static inline __attribute__((always_inline))
+#define A16_PRAGMA(x) _Pragma(#x)
+#define A16_UNROLL A16_PRAGMA(GCC unroll 16)
+// Largest tile dimensions any kernel instantiates (array bounds).
+#define A16_MAXR 8
+#define A16_MAXN 8
+// Keeps v in a register at this point: stops GCC from reassociating a chain
+// of integer adds into one tree of all the products (which spills).
+#define A16_KEEP(v) __asm__("" : "+x"(v))
+// Tokens whose activations stay in L2 while the rows stream past them.
+#define A16_TOK_CHUNK 32
+
+AT AI float a16_hsum(__m256 x) {
+  __m128 v = _mm_add_ps(_mm256_castps256_ps128(x), _mm256_extractf128_ps(x, 1));
+  v = _mm_add_ps(v, _mm_movehl_ps(v, v));
+  v = _mm_add_ss(v, _mm_movehdup_ps(v));
+  return _mm_cvtss_f32(v);
+}
+
+AT AI int a16_hsum_i32(__m256i v) {
+  __m128i h = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0x4e));
+  h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0xb1));
+  return _mm_cvtsi128_si32(h);
+}
+
+AT AI uint16_t a16_u16(const uint8_t *p) {
+  uint16_t v;
+  memcpy(&v, p, 2);
+  return v;
+}
+
+AT AI float a16_f16(const uint8_t *p) { return _cvtsh_ss(a16_u16(p)); }
+
+// The f16 at p in all 8 lanes as f32.
+AT AI __m256 a16_bf16(const uint8_t *p) {
+  return _mm256_cvtph_ps(_mm_set1_epi16((short)a16_u16(p)));
+}
+
+// The f16 at p, p + ws, ..., p + (n - 1) ws (n <= 8; the rest 0) as 8 f32;
+// packed in general registers, so the vector side sees one conversion.
+AT AI __m256 a16_f16x8(const uint8_t *p, size_t ws, const int n) {
+  uint64_t lo = 0, hi = 0;
+  A16_UNROLL for (int i = 0; i < n && i < 4; i++)
+      lo |= (uint64_t)a16_u16(p + (size_t)i * ws) << (16 * i);
+  A16_UNROLL for (int i = 4; i < n; i++)
+      hi |= (uint64_t)a16_u16(p + (size_t)i * ws) << (16 * (i - 4));
+  return _mm256_cvtph_ps(_mm_set_epi64x((long long)hi, (long long)lo));
+}
+
+// Lane o of the result: v[f(o)], f(o) = o / div % mod (o < n; other lanes 0),
+// from values already in registers (no store and reload).
+#define A16_LANE(v, o, n, div, mod) ((o) < (n) ? (v)[(o) / (div) % (mod)] : 0.0f)
+#define A16_LANES(v, n, div, mod)                                                      \
+  _mm256_setr_ps(A16_LANE(v, 0, n, div, mod), A16_LANE(v, 1, n, div, mod),             \
+                 A16_LANE(v, 2, n, div, mod), A16_LANE(v, 3, n, div, mod),             \
+                 A16_LANE(v, 4, n, div, mod), A16_LANE(v, 5, n, div, mod),             \
+                 A16_LANE(v, 6, n, div, mod), A16_LANE(v, 7, n, div, mod))
+
+AT AI __m256i a16_load(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
+AT AI __m128i a16_load128(const void *p) { return _mm_loadu_si128((const __m128i *)p); }
+
+// 16 bytes at p zero- / sign-extended to 16 int16.
+AT AI __m256i a16_u8x16(const uint8_t *p) { return _mm256_cvtepu8_epi16(a16_load128(p)); }
+AT AI __m256i a16_s8x16(const void *p) { return _mm256_cvtepi8_epi16(a16_load128(p)); }
+
+// Bits [from, from + width) of every int16 lane (values < 256) moved to
+// [to, to + width), other bits 0.
+AT AI __m256i a16_bits(__m256i x, int from, int to, int width) {
+  __m256i v = from >= to ? _mm256_srli_epi16(x, from - to) : _mm256_slli_epi16(x, to - from);
+  return _mm256_and_si256(v, _mm256_set1_epi16((short)(((1 << width) - 1) << to)));
+}
+
+// 16 int16 lanes -> 16 f32 at dst: f * v (+ add when add is not NULL; the
+// products are exact, so the one rounding is that of the add).
+AT AI void a16_store16(float *dst, __m256i v, __m256 f, const __m256 *add) {
+  const __m256i v0 = _mm256_cvtepi16_epi32(_mm256_castsi256_si128(v));
+  const __m256i v1 = _mm256_cvtepi16_epi32(_mm256_extracti128_si256(v, 1));
+  __m256 lo = _mm256_mul_ps(f, _mm256_cvtepi32_ps(v0));
+  __m256 hi = _mm256_mul_ps(f, _mm256_cvtepi32_ps(v1));
+  if (add) lo = _mm256_add_ps(lo, *add), hi = _mm256_add_ps(hi, *add);
+  _mm256_storeu_ps(dst, lo);
+  _mm256_storeu_ps(dst + 8, hi);
+}
+
+// One tile: R rows (w, w + ws, ...) x N tokens (xq, xq + xs, ...) over nb
+// weight blocks; y[t * ys + r * yr].
+typedef void (*a16_tile_fn)(const uint8_t *w, size_t ws, int64_t nb, const uint8_t *xq,
+                            size_t xs, float *y, size_t ys, size_t yr);
+
+// A type's tiles: main (rm rows x rn tokens), toks (1 x rn: row tails), dec
+// (dm x 1: decode and token tails), one (1 x 1).
+typedef struct a16_tiles {
+  a16_tile_fn main, toks, dec, one;
+  int rm, rn, dm;
+  int qk;  // weights per block (32 or 256)
+} a16_tiles;
+
+// gemm from a type's tiles, in token chunks of A16_TOK_CHUNK: groups of rn
+// tokens through the main tile (rows in tiles of rm), the tokens left over
+// one by one through the decode tile. Decode tile j takes rows j, j + q,
+// j + 2 q, ... (q = rows / dm): dm sequential streams far apart in memory,
+// which the hardware prefetchers follow better than one stream.
+static inline void a16_gemm(const a16_tiles *tl, const void *wv, size_t ws, int64_t k, int rows,
+                            const void *xqv, size_t xs, int n_tokens, float *y, size_t ys) {
+  const uint8_t *w = wv, *xq = xqv;
+  const int64_t nb = k / tl->qk;
+  for (int t0 = 0; t0 < n_tokens; t0 += A16_TOK_CHUNK) {
+    const int t1 = t0 + A16_TOK_CHUNK < n_tokens ? t0 + A16_TOK_CHUNK : n_tokens;
+    int t = t0;
+    if (t1 - t0 >= tl->rn) {
+      const int tn = t0 + (t1 - t0) / tl->rn * tl->rn;
+      int r = 0;
+      for (; r + tl->rm <= rows; r += tl->rm)
+        for (t = t0; t < tn; t += tl->rn)
+          tl->main(w + (size_t)r * ws, ws, nb, xq + (size_t)t * xs, xs, y + (size_t)t * ys + r, ys,
+                   1);
+      for (; r < rows; r++)
+        for (t = t0; t < tn; t += tl->rn)
+          tl->toks(w + (size_t)r * ws, ws, nb, xq + (size_t)t * xs, xs, y + (size_t)t * ys + r, ys,
+                   1);
+      t = tn;
+    }
+    const int q = rows / tl->dm;
+    for (; t < t1; t++) {
+      const uint8_t *xt = xq + (size_t)t * xs;
+      float *yt = y + (size_t)t * ys;
+      for (int j = 0; j < q; j++)
+        tl->dec(w + (size_t)j * ws, ws * (size_t)q, nb, xt, xs, yt + j, ys, (size_t)q);
+      for (int r = q * tl->dm; r < rows; r++)
+        tl->one(w + (size_t)r * ws, ws, nb, xt, xs, yt + r, ys, 1);
+    }
+  }
+}
+
+// Defines T_vec_dot and T_gemm from T's tile function TILEFN(type, R, N, ...)
+// with main tile RM x RN and decode tile DM x 1.
+#define A16_TYPE(T, TYPE, TILEFN, QK, RM, RN, DM)                                            \
+  A16_TILE(T##_main, TILEFN, TYPE, RM, RN)                                                   \
+  A16_TILE(T##_toks, TILEFN, TYPE, 1, RN)                                                    \
+  A16_TILE(T##_dec, TILEFN, TYPE, DM, 1)                                                     \
+  A16_TILE(T##_one, TILEFN, TYPE, 1, 1)                                                      \
+  static const a16_tiles T##_tiles = {T##_main, T##_toks, T##_dec, T##_one, RM, RN, DM, QK}; \
+  static float T##_vec_dot(int64_t n, const void *w, const void *xq) {                      \
+    float y;                                                                                 \
+    T##_one(w, 0, n / (QK), xq, 0, &y, 0, 0);                                                   \
+    return y;                                                                                \
+  }                                                                                          \
+  static void T##_gemm(const void *w, size_t ws, int64_t k, int rows, const void *xq,       \
+                       size_t xs, int n_tokens, float *y, size_t ys) {                      \
+    a16_gemm(&T##_tiles, w, ws, k, rows, xq, xs, n_tokens, y, ys);                           \
+  }
+#define A16_TILE(NAME, TILEFN, TYPE, R, N)                                                   \
+  AT static void NAME(const uint8_t *w, size_t ws, int64_t nb, const uint8_t *xq, size_t xs, \
+                      float *y, size_t ys, size_t yr) {                                      \
+    TILEFN(TYPE, R, N, w, ws, nb, xq, xs, y, ys, yr);                                        \
+  }
+
+#define A16_ROW(TYPE, T) {TYPE, T##_vec_dot, T##_gemm}
+
+// The lookup of the super-block file (act16_avx2_k.c), used by the other's.
+int wk_act16_avx2_k_find(int type, wk_vec_dot_fn *dot, wk_gemm_fn *gemm);
+
+#endif

@@ -1,0 +1,337 @@
+// 16-bit-activation kernels (src/backend/cpu/kernels/act16.h) against the
+// reference quant routines (src/quant), for every weight type they cover and
+// every level this CPU runs (scalar, AVX2):
+//  - the converter writes exactly wk_act16_row_size bytes (poisoned tail),
+//    the same bytes at every level, each activation within half a step of
+//    its input (|x - d v| <= d / 2 + 2^-22 |x|, |v| <= 16383) and the block
+//    sums right;
+//  - vec_dot vs wk_dot_row (double accumulation over the dequantized
+//    weights) on the activations the converter produced: float rounding only,
+//    |diff| <= 1e-5 * sum|w x|;
+//  - vec_dot vs wk_dot_row on the original f32 activations: within the
+//    rounding bound sum_i |w_i| * d(i) / 2 (+ 1e-5 * sum|w x|);
+//  - gemm vs a vec_dot loop: bit-identical, on 9 rows x 7 tokens (edge tiles)
+//    and 5 x 37 (more than one token chunk), padding of y untouched;
+//  - extreme blocks (largest code times largest scale against activations
+//    at full range) where int32 sums come closest to overflowing;
+//  - the AVX2 f32 decoder (wk_act16_dequant_row) equal to wk_dequantize_row
+//    value for value;
+//  - the f32 FMA tiles (wk_fma_rows) against double dot products, and every
+//    tile shape bit-identical to the single-output one.
+// Activations are Gaussian with a spread that changes every 32 values and an
+// outlier 40x larger in some blocks, the pattern that made 8-bit
+// activations too coarse.
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/cpu/kernels/act16.h"
+#include "backend/cpu/kernels/fma_rows.h"
+#include "base/fp.h"
+#include "quant/quant.h"
+#include "quant/types.h"
+#include "wick.h"
+
+static int g_failures;  // test-file state only
+
+#define CHECK(x)                                                            \
+  do {                                                                      \
+    if (!(x)) {                                                             \
+      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #x); \
+      g_failures++;                                                         \
+    }                                                                       \
+  } while (0)
+
+static uint64_t rng_next(uint64_t *s) {  // splitmix64
+  uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+static double rng_uniform(uint64_t *s) { return ((double)(rng_next(s) >> 11) + 0.5) * 0x1p-53; }
+static double rng_normal(uint64_t *s) {
+  double u = rng_uniform(s), v = rng_uniform(s);
+  return sqrt(-2.0 * log(u)) * cos(6.283185307179586 * v);
+}
+
+static void fill_random(uint64_t *s, float *x, int64_t n, int outliers) {
+  double spread = 1;
+  for (int64_t i = 0; i < n; i++) {
+    if (i % 32 == 0) spread = 0.25 + 3 * rng_uniform(s);
+    x[i] = (float)(spread * rng_normal(s));
+    if (outliers && rng_uniform(s) < 1.0 / 64) x[i] *= 40;
+  }
+}
+
+static const int k_types[] = {WK_Q4_0, WK_Q4_1, WK_Q5_0, WK_Q5_1, WK_Q8_0,   WK_IQ4_NL,
+                              WK_Q2_K, WK_Q3_K, WK_Q4_K, WK_Q5_K, WK_Q6_K,   WK_IQ4_XS};
+static const int64_t k_sizes[] = {32, 256, 576, 640, 1536, 2048, 4096};
+
+// The test's own reading of the formats: x ~= d * v; hs[i] = d / 2.
+static void act_dequant(int act, const void *xq, float *x, float *hs, int64_t n) {
+  const int blk = act == WK_ACT_A16 ? 32 : 256;
+  for (int64_t b = 0; b < n / blk; b++) {
+    float d;
+    const int16_t *v;
+    if (act == WK_ACT_A16) {
+      const wk_act16 *a = (const wk_act16 *)xq + b;
+      d = a->d, v = a->v;
+      int s = 0;
+      for (int i = 0; i < 32; i++) s += v[i];
+      CHECK(a->s == d * (float)s);
+    } else {
+      const wk_act16k *a = (const wk_act16k *)xq + b;
+      d = a->d, v = a->v;
+      for (int j = 0; j < 16; j++) {
+        int s = 0;
+        for (int i = 0; i < 16; i++) s += v[16 * j + i];
+        CHECK(a->s[j] == d * (float)s);
+      }
+    }
+    for (int i = 0; i < blk; i++) {
+      CHECK(abs(v[i]) <= WK_ACT16_QMAX);
+      x[b * blk + i] = d * (float)v[i];
+      hs[b * blk + i] = d / 2;
+    }
+  }
+}
+
+enum { ROWS = 9, TOKENS = 7, YPAD = 3, XPAD = 64 };
+
+typedef struct stats {
+  double worst_w, worst_a;  // max |diff| / tolerance
+} stats;
+
+static void check_size(const wk_kernel *kr, const wk_kernel *ks, int64_t n, uint64_t *seed,
+                       stats *st) {
+  const int type = kr->type;
+  const size_t rb = wk_row_size(type, n), xb = wk_act16_row_size(kr->act, n);
+  uint8_t *w = malloc(rb * ROWS), *xq = malloc((xb + XPAD) * TOKENS), *xs = malloc(xb);
+  float *x = malloc(sizeof(float) * n * TOKENS), *xd = malloc(sizeof(float) * n);
+  float *hs = malloc(sizeof(float) * n), *wd = malloc(sizeof(float) * n);
+  float dots[TOKENS][ROWS];
+  for (int r = 0; r < ROWS; r++) {
+    fill_random(seed, xd, n, 0);
+    CHECK(wk_quantize_row(type, xd, w + r * rb, n) == WICK_OK);
+  }
+  memset(xq, 0xa5, (xb + XPAD) * TOKENS);
+  for (int t = 0; t < TOKENS; t++) {
+    uint8_t *xt = xq + t * (xb + XPAD);
+    fill_random(seed, x + t * n, n, 1);
+    kr->quantize_act(x + t * n, xt, n);
+    int intact = 1;
+    for (int i = 0; i < XPAD; i++) intact &= xt[xb + i] == 0xa5;
+    CHECK(intact);
+    ks->quantize_act(x + t * n, xs, n);
+    CHECK(memcmp(xs, xt, xb) == 0);
+  }
+  for (int t = 0; t < TOKENS; t++) {
+    const uint8_t *xt = xq + t * (xb + XPAD);
+    const float *xo = x + t * n;
+    act_dequant(kr->act, xt, xd, hs, n);
+    // half a step, plus the f32 rounding of x * (1 / d) (2^-23 relative)
+    for (int64_t i = 0; i < n; i++)
+      CHECK(fabs((double)xd[i] - xo[i]) <= hs[i] * 1.0001 + fabs(xo[i]) * 0x1p-22 + 1e-30);
+    for (int r = 0; r < ROWS; r++) {
+      const uint8_t *wr = w + r * rb;
+      CHECK(wk_dequantize_row(type, wr, wd, n) == WICK_OK);
+      double mag = 0, bound = 0;
+      for (int64_t i = 0; i < n; i++) {
+        mag += fabs((double)wd[i] * xo[i]);
+        bound += fabs((double)wd[i]) * hs[i];
+      }
+      const float v = kr->vec_dot(n, wr, xt);
+      dots[t][r] = v;
+      const double tol_w = 1e-5 * mag + 1e-30, tol_a = bound * 1.0001 + 1e-5 * mag + 1e-30;
+      const double ew = fabs((double)v - wk_dot_row(type, wr, xd, n));
+      const double ea = fabs((double)v - wk_dot_row(type, wr, xo, n));
+      if (!(ew <= tol_w) || !(ea <= tol_a))
+        fprintf(stderr, "%s %s n=%lld r=%d t=%d: dot %.9g, weight err %.3g (tol %.3g), act err "
+                "%.3g (tol %.3g)\n", wk_type_get(type)->name, wk_kernel_level_name(kr->level),
+                (long long)n, r, t, v, ew, tol_w, ea, tol_a);
+      CHECK(ew <= tol_w);
+      CHECK(ea <= tol_a);
+      st->worst_w = fmax(st->worst_w, ew / tol_w);
+      st->worst_a = fmax(st->worst_a, ea / tol_a);
+    }
+  }
+  const size_t ys = ROWS + YPAD;
+  float *y = malloc(sizeof(float) * ys * TOKENS);
+  for (size_t i = 0; i < ys * TOKENS; i++) y[i] = NAN;
+  kr->gemm(w, rb, n, ROWS, xq, xb + XPAD, TOKENS, y, ys);
+  int same = 1, pad_ok = 1;
+  for (int t = 0; t < TOKENS; t++) {
+    for (int r = 0; r < ROWS; r++) same &= memcmp(&y[t * ys + r], &dots[t][r], 4) == 0;
+    for (int r = ROWS; r < (int)ys; r++) pad_ok &= isnan(y[t * ys + r]);
+  }
+  if (!same)
+    fprintf(stderr, "%s %s n=%lld: gemm differs from vec_dot\n", wk_type_get(type)->name,
+            wk_kernel_level_name(kr->level), (long long)n);
+  CHECK(same);
+  CHECK(pad_ok);
+  free(y), free(w), free(xq), free(xs), free(x), free(xd), free(hs), free(wd);
+}
+
+// The AVX2 decoder against the reference, value for value.
+static void check_dequant(int type, uint64_t *seed) {
+  const int64_t n = 2048;
+  const size_t rb = wk_row_size(type, n);
+  uint8_t *w = malloc(rb);
+  float *x = malloc(sizeof(float) * n), *a = malloc(sizeof(float) * n);
+  float *b = malloc(sizeof(float) * n);
+  fill_random(seed, x, n, 1);
+  CHECK(wk_quantize_row(type, x, w, n) == WICK_OK);
+  CHECK(wk_dequantize_row(type, w, a, n) == WICK_OK);
+  if (wk_kernel_best_level() >= WK_LEVEL_AVX2) {
+    const int rc = wk_act16_dequant_row(type, w, b, n);
+    CHECK(rc == WICK_OK);
+    int same = rc == WICK_OK;  // equal values (a zero's sign may differ: +0 * -s vs -0)
+    for (int64_t i = 0; same && i < n; i++) same = a[i] == b[i];
+    if (!same)
+      fprintf(stderr, "%s: AVX2 decoder differs from the reference\n", wk_type_get(type)->name);
+    CHECK(same);
+    CHECK(wk_act16_dequant_row(type, w, b, n - 1) == WICK_ERR_UNSUPPORTED);
+  }
+  free(w), free(x), free(a), free(b);
+}
+
+// The f32 tiles (fma_rows.h) against double dot products, and every tile
+// shape against the single-output one, bit for bit (rows 9 and tokens 1, 2,
+// 7, 8 cover the 4 x 3, 4 x 2, 4 x 1 and 1 x N tiles; k = 100 has a tail).
+static void check_fma_rows(uint64_t *seed) {
+  if (wk_kernel_best_level() < WK_LEVEL_AVX2) return;
+  enum { R = 9, T = 8, K = 100 };
+  static float w[R * K], x[T * K], y[T * R], one;
+  fill_random(seed, w, R * K, 0);
+  fill_random(seed, x, T * K, 1);
+  const int counts[] = {1, 2, 7, 8};
+  for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
+    const int nt = counts[c];
+    wk_fma_rows(w, K, R, x, K, nt, y, R);
+    for (int t = 0; t < nt; t++)
+      for (int r = 0; r < R; r++) {
+        double d = 0, mag = 0;
+        for (int i = 0; i < K; i++) {
+          d += (double)w[r * K + i] * x[t * K + i];
+          mag += fabs((double)w[r * K + i] * x[t * K + i]);
+        }
+        CHECK(fabs(y[t * R + r] - d) <= 1e-6 * mag);
+        wk_fma_rows(w + r * K, K, 1, x + t * K, K, 1, &one, 1);
+        CHECK(memcmp(&one, &y[t * R + r], 4) == 0);
+      }
+  }
+}
+
+// gemm over more tokens than one chunk (32) on a short matrix.
+static void check_many_tokens(const wk_kernel *kr, uint64_t *seed) {
+  const int rows = 5, tokens = 37;
+  const int64_t n = 512;
+  const size_t rb = wk_row_size(kr->type, n), xb = wk_act16_row_size(kr->act, n);
+  uint8_t *w = malloc(rb * rows), *xq = malloc(xb * tokens);
+  float *x = malloc(sizeof(float) * n), *y = malloc(sizeof(float) * rows * tokens);
+  for (int r = 0; r < rows; r++) {
+    fill_random(seed, x, n, 0);
+    CHECK(wk_quantize_row(kr->type, x, w + r * rb, n) == WICK_OK);
+  }
+  for (int t = 0; t < tokens; t++) {
+    fill_random(seed, x, n, 1);
+    kr->quantize_act(x, xq + t * xb, n);
+  }
+  kr->gemm(w, rb, n, rows, xq, xb, tokens, y, rows);
+  int same = 1;
+  for (int t = 0; t < tokens; t++)
+    for (int r = 0; r < rows; r++) {
+      float v = kr->vec_dot(n, w + r * rb, xq + t * xb);
+      same &= memcmp(&v, &y[t * rows + r], 4) == 0;
+    }
+  CHECK(same);
+  free(w), free(xq), free(x), free(y);
+}
+
+// Blocks whose every weight is the format's largest |code * scale|, against
+// activations of one sign at full range: the kernels' int32 sums peak here.
+static int extreme_block(int type, uint8_t *b) {
+  const uint16_t one = wk_f32_to_f16(1.0f);
+  switch (type) {
+    case WK_Q8_0:  // d, 32 x -128
+      memset(b, 0x80, 34);
+      memcpy(b, &one, 2);
+      return 1;
+    case WK_Q6_K:  // codes 0 (value -32), scales -128, d = 1
+      memset(b, 0, 210);
+      memset(b + 192, 0x80, 16);
+      memcpy(b + 208, &one, 2);
+      return 1;
+    case WK_IQ4_XS:  // nibble 0 (value -127), scales 0 (-32), d = 1
+      memset(b, 0, 136);
+      memcpy(b, &one, 2);
+      return 1;
+    case WK_Q5_K:  // codes 31, scales and mins 63, d = dmin = 1
+      memset(b, 0xff, 176);
+      memcpy(b, &one, 2);
+      memcpy(b + 2, &one, 2);
+      return 1;
+    default:
+      return 0;
+  }
+}
+
+static void check_extreme(const wk_kernel *kr) {
+  uint8_t w[256 * 8];
+  const int64_t n = kr->act == WK_ACT_A16 ? 256 : 2048;
+  const size_t bb = (size_t)wk_type_get(kr->type)->bytes, nb = n / wk_type_get(kr->type)->block;
+  for (size_t b = 0; b < nb; b++)
+    if (!extreme_block(kr->type, w + b * bb)) return;
+  float x[2048], wd[2048];
+  unsigned char xq[8192];
+  CHECK(wk_dequantize_row(kr->type, w, wd, n) == WICK_OK);
+  for (int sign = -1; sign <= 1; sign += 2) {
+    for (int64_t i = 0; i < n; i++) x[i] = wd[i] > 0 ? (float)sign : (float)-sign;
+    kr->quantize_act(x, xq, n);
+    const double ref = wk_dot_row(kr->type, w, x, n);
+    const float got = kr->vec_dot(n, w, xq);
+    if (!(fabs(got - ref) <= 1e-5 * fabs(ref)))
+      fprintf(stderr, "%s %s extreme: %.9g vs %.9g\n", wk_type_get(kr->type)->name,
+              wk_kernel_level_name(kr->level), got, ref);
+    CHECK(fabs(got - ref) <= 1e-5 * fabs(ref));
+  }
+}
+
+int main(void) {
+  uint64_t seed = 12345;
+  const int best = wk_kernel_best_level();
+  for (size_t ti = 0; ti < sizeof k_types / sizeof k_types[0]; ti++) {
+    const int type = k_types[ti];
+    wk_kernel ks;
+    CHECK(wk_act16_pick(type, WK_LEVEL_SCALAR, &ks) == WICK_OK);
+    check_dequant(type, &seed);
+    for (int level = WK_LEVEL_SCALAR; level <= best; level++) {
+      wk_kernel kr;
+      CHECK(wk_act16_pick(type, level, &kr) == WICK_OK);
+      if (level > WK_LEVEL_SCALAR && kr.level == WK_LEVEL_SCALAR) continue;  // same kernels
+      if (level == WK_LEVEL_AVX512 && kr.level == WK_LEVEL_AVX2) continue;
+      stats st = {0, 0};
+      for (size_t si = 0; si < sizeof k_sizes / sizeof k_sizes[0]; si++)
+        if (k_sizes[si] % kr.k_multiple == 0) check_size(&kr, &ks, k_sizes[si], &seed, &st);
+      check_many_tokens(&kr, &seed);
+      check_extreme(&kr);
+      printf("%-7s %-6s worst err / tol: weights %.3f, activations %.3f\n",
+             wk_type_get(type)->name, wk_kernel_level_name(kr.level), st.worst_w, st.worst_a);
+    }
+  }
+  check_fma_rows(&seed);
+  wk_kernel k;
+  CHECK(wk_act16_pick(WK_F32, WK_LEVEL_AUTO, &k) == WICK_ERR_UNSUPPORTED);
+  CHECK(wk_act16_pick(WK_Q8_K, WK_LEVEL_AUTO, &k) == WICK_ERR_UNSUPPORTED);
+  CHECK(wk_act16_row_size(WK_ACT_A16, 48) == 0);
+  CHECK(wk_act16_row_size(WK_ACT_A16K, 512) == 2 * sizeof(wk_act16k));
+  CHECK(wk_act16_row_size(WK_ACT_Q8, 512) == 0);
+  if (g_failures) {
+    fprintf(stderr, "%d checks failed\n", g_failures);
+    return 1;
+  }
+  printf("all checks passed\n");
+  return 0;
+}
