@@ -52,24 +52,9 @@ say "== device top-k"
 timeout 60 $B/test_cuda_topk 2>&1 | tail -8 | tee -a "$LOG"
 
 say "== parity (CPU exact vs CUDA default kernels)"
+. bench/cuda/synth.sh
 SYN=/tmp/wick-syn
-mkdir -p $SYN
-list=""
-for arch in llama qwen2 qwen3 gemma3; do
-  for ty in f32 f16 bf16 q4_0 q4_1 q5_0 q5_1 q8_0 q4_k q5_k q6_k fp8_e4m3 fp8_e5m2 q4_k_m; do
-    f=$SYN/$arch-tiny-$ty.gguf
-    $B/wick mkmodel --arch $arch --like tiny --type $ty --seed 7 -o $f > /dev/null && list="$list $f"
-  done
-done
-for spec in "llama smollm2 3 q4_k_m" "qwen2 smollm2 2 bf16" "qwen3 qwen3-0.6b 2 q4_k" \
-  "gemma3 gemma3-270m 6 q4_k_m"; do
-  set -- $spec
-  f=$SYN/$1-$2-$4.gguf
-  $B/wick mkmodel --arch $1 --like $2 --layers $3 --type $4 -o $f > /dev/null && list="$list $f"
-done
-f=$SYN/llama-8b1l-fp8.gguf
-$B/wick mkmodel --arch llama --like llama3-8b --layers 1 --vocab 32000 --type fp8_e4m3 -o $f > /dev/null &&
-  list="$list $f"
+list=$(synth_models $B/wick $SYN)
 real=""
 for f in models-trim/*.gguf; do [ -f "$f" ] && real="$real $f"; done
 timeout 200 $B/test_cuda_parity $real $list > "$OUT/parity.log" 2>&1

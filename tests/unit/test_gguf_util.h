@@ -11,23 +11,7 @@
 #include "base/alloc.h"
 #include "format/gguf.h"
 #include "quant/types.h"
-
-static int g_failures;  // test-file state only; the library has none
-
-#define CHECK(x)                                                           \
-  do {                                                                     \
-    if (!(x)) {                                                            \
-      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #x); \
-      g_failures++;                                                        \
-    }                                                                      \
-  } while (0)
-
-static inline uint64_t rng_next(uint64_t *s) {  // splitmix64
-  uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
+#include "test_util.h"
 
 static inline void rng_fill(uint64_t *s, void *p, size_t n) {
   uint8_t *b = p;

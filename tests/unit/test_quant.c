@@ -18,25 +18,8 @@
 #include "quant/quant.h"
 #include "quant/types.h"
 #include "wick.h"
+#include "test_util.h"
 
-static int g_failures;  // test-file state only
-
-#define CHECK(x)                                                            \
-  do {                                                                      \
-    if (!(x)) {                                                             \
-      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #x); \
-      g_failures++;                                                         \
-    }                                                                       \
-  } while (0)
-
-static uint64_t rng_next(uint64_t *s) {  // splitmix64
-  uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
-static double rng_uniform(uint64_t *s) { return (double)(rng_next(s) >> 11) * 0x1p-53; }
 
 static double rng_normal(uint64_t *s) {  // Box-Muller
   double u = rng_uniform(s), v = rng_uniform(s);

@@ -1,0 +1,31 @@
+// Shared by the unit tests: the failure counter and CHECK, and a seeded
+// PRNG (splitmix64) with uniform doubles in (0, 1).
+#ifndef WICK_TEST_UTIL_H
+#define WICK_TEST_UTIL_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+static int g_failures;  // test-file state only; the library has none
+
+#define CHECK(x)                                                            \
+  do {                                                                      \
+    if (!(x)) {                                                             \
+      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #x); \
+      g_failures++;                                                         \
+    }                                                                       \
+  } while (0)
+
+static inline uint64_t rng_next(uint64_t *s) {  // splitmix64
+  uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+// Never exactly 0 or 1 (log-safe).
+static inline double rng_uniform(uint64_t *s) {
+  return ((double)(rng_next(s) >> 11) + 0.5) * 0x1p-53;
+}
+
+#endif
