@@ -62,17 +62,23 @@ static void set_norm(mv_jobs *js, const cu_xnorm *xn) {
   js->eps = xn ? xn->eps : 0.0f;
 }
 
+// One job per matrix, R rows a block; returns the blocks of all jobs.
+static int fill_jobs(mv_jobs *js, const cu_weight *const *ws, float *const *ys, int nw, int R) {
+  int blocks = 0;
+  for (int i = 0; i < nw; i++) {
+    js->j[i] = {ws[i]->d, ws[i]->row_bytes, ws[i]->rows, cu_div_up(ws[i]->rows, R), ys[i]};
+    blocks += js->j[i].nblk;
+  }
+  js->n = nw;
+  return blocks;
+}
+
 template <int T>
 static cudaError_t launch_v4(cu_ctx *c, const cu_weight *const *ws, float *const *ys, int nw,
                              const float *x, int n, float beta) {
   constexpr int R = mv_cfg<T>::R, NT = mv_cfg<T>::NT;
   mv_jobs js = {};
-  int blocks = 0;
-  for (int i = 0; i < nw; i++) {
-    js.j[i] = {ws[i]->d, ws[i]->row_bytes, ws[i]->rows, cu_div_up(ws[i]->rows, R), ys[i]};
-    blocks += js.j[i].nblk;
-  }
-  js.n = nw;
+  int blocks = fill_jobs(&js, ws, ys, nw, R);
   return cu_launch(c->pdl, c->st, dim3(blocks, n), dim3(NT), 0, k_matvec<T, R, NT>, js,
                    ws[0]->cols, x, beta);
 }
@@ -98,12 +104,7 @@ static cudaError_t launch_v5(cu_ctx *c, const cu_weight *const *ws, float *const
                              const float *x, int n, float beta) {
   constexpr int R = mvq_cfg<T>::R, NT = mvq_cfg<T>::NT;
   mv_jobs js = {};
-  int blocks = 0;
-  for (int i = 0; i < nw; i++) {
-    js.j[i] = {ws[i]->d, ws[i]->row_bytes, ws[i]->rows, cu_div_up(ws[i]->rows, R), ys[i]};
-    blocks += js.j[i].nblk;
-  }
-  js.n = nw;
+  int blocks = fill_jobs(&js, ws, ys, nw, R);
   return cu_launch(c->pdl, c->st, dim3(blocks, n), dim3(NT), 0, k_matvec_q8<T, R, NT, false>, js,
                    ws[0]->cols, x, beta, 0);
 }
