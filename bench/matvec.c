@@ -3,7 +3,7 @@
 // machine's read bandwidth measured in the same run.
 //
 //   bench_matvec [--types q4_0,q4_k,...] [--tokens 64] [--level avx2]
-//                [--min-time 0.3] [--no-gemm] [--l2-only]
+//                [--min-time 0.3] [--no-gemm] [--l2-only] [--act16]
 //
 // Shapes are k (input length) x n (output rows); weights are rotated through
 // enough copies to exceed 256 MB, so every pass reads them from memory.
@@ -12,7 +12,8 @@
 // time (the kernel's compute ceiling, robust to other load on the machine).
 // gemm: GFLOP/s = 2 k n tokens / time (2 threads). --l2-only prints the L2
 // column alone (quick: no bandwidth pass, no copies), for kernel work on a
-// busy machine.
+// busy machine. --act16: the quantized types through the 16-bit-activation
+// kernels (act16.h), which the fast path's decode steps use.
 #include <math.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -20,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/cpu/kernels/act16.h"
 #include "backend/cpu/kernels/kernels.h"
 #include "base/alloc.h"
 #include "base/cpu.h"
@@ -170,13 +172,16 @@ typedef struct {
   int level;
   int gemm;
   int l2_only;
+  int act16;  // the 16-bit-activation kernels (act16.h: what decode runs) for quantized types
   double min_time;
 } options;
 
 static void bench_type(int type, const int64_t shape[2], const options *o, wk_pool *pools[],
                        const double bw[]) {
   wk_kernel kr;
-  if (wk_kernel_pick(type, o->level, &kr) != WICK_OK) return;
+  if (!(o->act16 && wk_act16_pick(type, o->level, &kr) == WICK_OK) &&
+      wk_kernel_pick(type, o->level, &kr) != WICK_OK)
+    return;
   int64_t k = shape[0], n = shape[1];
   int swapped = 0;
   if (k % kr.k_multiple) {  // e.g. k = 576 for 256-blocks: bench the transpose
@@ -189,7 +194,8 @@ static void bench_type(int type, const int64_t shape[2], const options *o, wk_po
   if (o->l2_only) copies = 1;
   uint8_t *w = wk_malloc(mat * (size_t)copies);
   float *x = wk_malloc(sizeof(float) * (size_t)k * (size_t)o->tokens);
-  size_t xb = wk_act_row_size(kr.act, k);
+  size_t xb = kr.act == WK_ACT_A16 || kr.act == WK_ACT_A16K ? wk_act16_row_size(kr.act, k)
+                                                              : wk_act_row_size(kr.act, k);
   uint8_t *xq = wk_malloc(xb * (size_t)o->tokens);
   float *y = wk_malloc(sizeof(float) * (size_t)n * (size_t)o->tokens);
   if (!w || !x || !xq || !y) {
@@ -245,6 +251,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--min-time") && i + 1 < argc) o.min_time = atof(argv[++i]);
     else if (!strcmp(argv[i], "--no-gemm")) o.gemm = 0;
     else if (!strcmp(argv[i], "--l2-only")) o.l2_only = 1;
+    else if (!strcmp(argv[i], "--act16")) o.act16 = 1;
     else if (!strcmp(argv[i], "--level") && i + 1 < argc) {
       const char *l = argv[++i];
       o.level = !strcmp(l, "scalar") ? WK_LEVEL_SCALAR
@@ -253,7 +260,7 @@ int main(int argc, char **argv) {
                                        : WK_LEVEL_AUTO;
     } else {
       fprintf(stderr, "usage: %s [--types a,b] [--tokens N] [--level L] [--min-time S] "
-              "[--no-gemm] [--l2-only]\n", argv[0]);
+              "[--no-gemm] [--l2-only] [--act16]\n", argv[0]);
       return 2;
     }
   }
