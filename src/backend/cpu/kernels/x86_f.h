@@ -71,26 +71,7 @@
                           size_t xs, int n_tokens, float *y, size_t ys) {                   \
     const uint8_t *w = wv, *xq = xqv;                                                       \
     int64_t nb = k / T##_QK, done = nb * T##_QK;                                            \
-    for (int t0 = 0; t0 < n_tokens; t0 += KTOK_CHUNK) {                                     \
-      int t1 = t0 + KTOK_CHUNK < n_tokens ? t0 + KTOK_CHUNK : n_tokens;                     \
-      /* row tile j holds rows j, j + q, j + 2q, ...: KRM long sequential streams */ \
-      int q = rows / KRM;                                                                   \
-      for (int j = 0; j < q; j++) {                                                         \
-        const uint8_t *wr = w + (size_t)j * ws;                                             \
-        size_t wq = ws * (size_t)q;                                                         \
-        int t = t0;                                                                         \
-        for (; t + KRN <= t1; t += KRN)                                                     \
-          KTNAME(T, KRM, KRN)(wr, wq, nb, xq + t * xs, xs, y + t * ys + j, ys, q);          \
-        for (; t < t1; t++) KTNAME(T, KRM, 1)(wr, wq, nb, xq + t * xs, xs, y + t * ys + j, ys, q); \
-      }                                                                                     \
-      for (int r = q * KRM; r < rows; r++) {                                                \
-        const uint8_t *wr = w + (size_t)r * ws;                                             \
-        int t = t0;                                                                         \
-        for (; t + KRN <= t1; t += KRN)                                                     \
-          KTNAME(T, 1, KRN)(wr, ws, nb, xq + t * xs, xs, y + t * ys + r, ys, 0);            \
-        for (; t < t1; t++) T##_tile_1x1(wr, ws, nb, xq + t * xs, xs, y + t * ys + r, ys, 0); \
-      }                                                                                     \
-    }                                                                                       \
+    KGEMM_WALK(T, KRM, KRN)                                                                 \
     if (done < k)                                                                           \
       for (int t = 0; t < n_tokens; t++)                                                    \
         for (int r = 0; r < rows; r++)                                                      \

@@ -202,6 +202,31 @@ KT static inline void kf16dm4(const uint8_t *p, size_t ws, int with_m, __m128 *d
 // tile of the matrix streams past them.
 #define KTOK_CHUNK 32
 
+// The tile walk of a gemm over rows x n_tokens (w, ws, nb, xq, xs, y, ys,
+// rows, n_tokens in scope): tokens in chunks of KTOK_CHUNK; row tile j holds
+// rows j, j + q, j + 2q, ... (KRM long sequential streams); leftover rows and
+// tokens take the narrower tiles.
+#define KGEMM_WALK(T, KRM, KRN)                                                             \
+    for (int t0 = 0; t0 < n_tokens; t0 += KTOK_CHUNK) {                                     \
+      int t1 = t0 + KTOK_CHUNK < n_tokens ? t0 + KTOK_CHUNK : n_tokens;                     \
+      int q = rows / KRM;                                                                     \
+      for (int j = 0; j < q; j++) {                                                         \
+        const uint8_t *wr = w + (size_t)j * ws;                                             \
+        size_t wq = ws * (size_t)q;                                                         \
+        int t = t0;                                                                         \
+        for (; t + KRN <= t1; t += KRN)                                                     \
+          KTNAME(T, KRM, KRN)(wr, wq, nb, xq + t * xs, xs, y + t * ys + j, ys, q);          \
+        for (; t < t1; t++) KTNAME(T, KRM, 1)(wr, wq, nb, xq + t * xs, xs, y + t * ys + j, ys, q); \
+      }                                                                                     \
+      for (int r = q * KRM; r < rows; r++) {                                                \
+        const uint8_t *wr = w + (size_t)r * ws;                                             \
+        int t = t0;                                                                         \
+        for (; t + KRN <= t1; t += KRN)                                                     \
+          KTNAME(T, 1, KRN)(wr, ws, nb, xq + t * xs, xs, y + t * ys + r, ys, 0);            \
+        for (; t < t1; t++) T##_tile_1x1(wr, ws, nb, xq + t * xs, xs, y + t * ys + r, ys, 0); \
+      }                                                                                     \
+    }
+
 // vec_dot and gemm of type T from the four tile shapes (KRM x KRN tiles).
 #define KGEMM(T, QK, KRM, KRN) KGEMM_(T, QK, KRM, KRN)
 #define KGEMM_(T, QK, KRM, KRN)                                                                     \
@@ -218,26 +243,7 @@ KT static inline void kf16dm4(const uint8_t *p, size_t ws, int with_m, __m128 *d
                           size_t xs, int n_tokens, float *y, size_t ys) {                   \
     const uint8_t *w = wv, *xq = xqv;                                                       \
     int64_t nb = k / (QK);                                                                  \
-    for (int t0 = 0; t0 < n_tokens; t0 += KTOK_CHUNK) {                                     \
-      int t1 = t0 + KTOK_CHUNK < n_tokens ? t0 + KTOK_CHUNK : n_tokens;                     \
-      /* row tile j holds rows j, j + q, j + 2q, ...: KRM long sequential streams */ \
-      int q = rows / KRM;                                                                   \
-      for (int j = 0; j < q; j++) {                                                         \
-        const uint8_t *wr = w + (size_t)j * ws;                                             \
-        size_t wq = ws * (size_t)q;                                                         \
-        int t = t0;                                                                         \
-        for (; t + KRN <= t1; t += KRN)                                                     \
-          KTNAME(T, KRM, KRN)(wr, wq, nb, xq + t * xs, xs, y + t * ys + j, ys, q);          \
-        for (; t < t1; t++) KTNAME(T, KRM, 1)(wr, wq, nb, xq + t * xs, xs, y + t * ys + j, ys, q); \
-      }                                                                                     \
-      for (int r = q * KRM; r < rows; r++) {                                                \
-        const uint8_t *wr = w + (size_t)r * ws;                                             \
-        int t = t0;                                                                         \
-        for (; t + KRN <= t1; t += KRN)                                                     \
-          KTNAME(T, 1, KRN)(wr, ws, nb, xq + t * xs, xs, y + t * ys + r, ys, 0);            \
-        for (; t < t1; t++) T##_tile_1x1(wr, ws, nb, xq + t * xs, xs, y + t * ys + r, ys, 0); \
-      }                                                                                     \
-    }                                                                                       \
+    KGEMM_WALK(T, KRM, KRN)                                                                 \
   }
 
 #endif
