@@ -1,89 +1,167 @@
 #!/bin/bash
-# The end-of-session device call: build, every CUDA test (kernels, device
-# top-k, CPU-vs-CUDA parity on synthetic and trimmed real models), the CPU
-# kernel tests on the device host's CPU (its AVX-512 level), the ceilings,
-# the matrix-vector table and the Llama-3-8B-shape benchmarks for the types
-# given (default q4_k_m fp8_e4m3 bf16): a 4096-token prefill in one chunk,
-# decode at context 16 and 4096, and (first type) the memory with a
-# 4096-token context and 512-token batches. Logs go to $OUT.
-#   bench/cuda/session.sh [types...]      carry .debs and models-trim
+# The CUDA backend's device script: one call builds, tests and measures.
+#   bench/cuda/session.sh            every step below but sweep and ncu
+#   STEPS="tests model" AB="WICK_CUDA_ATTN=warp" bench/cuda/session.sh
+# Steps (STEPS, space-separated):
+#   tests   kernel tests and device top-k (beside parity: the references are host work)
+#   parity  CPU exact vs CUDA default kernels on the synthetic models (synth.sh) and
+#           the trimmed real models in models-trim/
+#   ceil    copy bandwidth and cuBLAS bf16 rate
+#   matvec  matrix-vector table, % of the copy bandwidth (bench_cuda matvec)
+#   sweep   the streamed kernels' block shapes (bench_cuda sweep)
+#   cpu     the CPU kernel tests on the device host's CPU (its AVX-512 level)
+#   model   Llama-3-8B shape, TYPES (default q4_k_m fp8_e4m3 bf16), `bench_cuda model FILE
+#           $ARGS` (default 4096 4096 64: a 4096-token prefill, decode at context 16 and
+#           4096), once as built and once under each environment setting in AB (words like
+#           WICK_CUDA_ATTN=warp; join several with commas); memory with 512-token batches
+#           for the first type
+#   ncu     per-kernel times of one decode step (2-layer 8B-shape Q4_K_M, context NCU_CTX,
+#           default 4096) and the matrix-vector kernel's profile sections (q4_k, f16)
+# Logs go to $OUT (run.log the summary). Carry .debs and models-trim; make them here with:
+#   mkdir -p .debs && (cd .debs && apt-get download libpcre2-dev libpcre2-8-0 \
+#     libpcre2-16-0 libpcre2-32-0 libpcre2-posix3 pkgconf pkgconf-bin libpkgconf3)
+#   mkdir -p models-trim
+#   .venv/bin/python bench/cuda/trim_model.py models/smollm2-135m-instruct-q4_1.gguf \
+#     models-trim/smollm2-3l.gguf 3 8192
+#   .venv/bin/python bench/cuda/trim_model.py models/gemma3-270m-q4_k_m.gguf \
+#     models-trim/gemma3-6l.gguf 6 8192
 set -u
-TYPES=${*:-q4_k_m fp8_e4m3 bf16}
+STEPS=${STEPS:-tests parity ceil matvec cpu model}
+TYPES=${TYPES:-q4_k_m fp8_e4m3 bf16}
+ARGS=${ARGS:-4096 4096 64}
+AB=${AB:-}
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/wick-cuda-out}
 mkdir -p "$OUT"
 LOG=$OUT/run.log
 : > "$LOG"
 say() { echo "$@" | tee -a "$LOG"; }
+has() { case " $STEPS " in *" $1 "*) return 0 ;; esac; return 1; }
 . bench/cuda/env.sh
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 NP=$(nproc)
 B=build-dev
 T0=$(date +%s)
+since() { echo "$(($(date +%s) - T0)) s"; }
 say "== $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null), $NP cores," \
   "commit $(git rev-parse --short HEAD 2>/dev/null)$(git diff --quiet 2>/dev/null || echo +uncommitted)"
+say "== steps: $STEPS; types: $TYPES; args: $ARGS; ab: ${AB:-none}"
 
 # The 8B models need no GPU: a CPU-only build makes them in the background.
-(cmake -S . -B $B-cpu -DCMAKE_BUILD_TYPE=Release -DWICK_CUDA=OFF > "$OUT/cpu-build.log" 2>&1 &&
-  cmake --build $B-cpu --target wick_cli test_kernels -j"$NP" >> "$OUT/cpu-build.log" 2>&1 ||
-  echo "cpu build failed" >> "$LOG"
- for ty in $TYPES; do
-   t1=$(date +%s)
-   $B-cpu/wick mkmodel --arch llama --like llama3-8b --type "$ty" -o /tmp/8b-$ty.part > /dev/null 2>&1 &&
-     mv /tmp/8b-$ty.part /tmp/8b-$ty.gguf
-   echo "mkmodel $ty: $(($(date +%s) - t1)) s" >> "$LOG"
- done) &
-MK=$!
+MK=
+if has model || has cpu || has ncu; then
+  (cmake -S . -B $B-cpu -DCMAKE_BUILD_TYPE=Release -DWICK_CUDA=OFF > "$OUT/cpu-build.log" 2>&1 &&
+    cmake --build $B-cpu --target wick_cli test_kernels -j"$NP" >> "$OUT/cpu-build.log" 2>&1 ||
+    echo "cpu build failed" >> "$LOG"
+   if has ncu; then
+     $B-cpu/wick mkmodel --arch llama --like llama3-8b --layers 2 --type q4_k_m -o /tmp/8b2.part \
+       > /dev/null 2>&1 && mv /tmp/8b2.part /tmp/8b2.gguf
+   fi
+   if has model; then
+     for ty in $TYPES; do
+       t1=$(date +%s)
+       $B-cpu/wick mkmodel --arch llama --like llama3-8b --type "$ty" -o /tmp/8b-$ty.part > /dev/null 2>&1 &&
+         mv /tmp/8b-$ty.part /tmp/8b-$ty.gguf
+       echo "mkmodel $ty: $(($(date +%s) - t1)) s" >> "$LOG"
+     done
+   fi) &
+  MK=$!
+fi
 
 cmake -S . -B $B -DCMAKE_BUILD_TYPE=Release > "$OUT/cmake.log" 2>&1 || { say "cmake failed"; exit 1; }
-for t in wick_cuda wick_cli test_cuda_kernels test_cuda_parity test_cuda_topk; do
-  cmake --build $B --target $t -j"$NP" >> "$OUT/build.log" 2>&1 || say "build of $t failed"
-done
+cmake --build $B --target wick_cli test_cuda_kernels test_cuda_parity test_cuda_topk -j"$NP" \
+  > "$OUT/build.log" 2>&1 || { say "build failed"; grep -E "error" "$OUT/build.log" | head; exit 1; }
 gcc -std=c11 -O2 -D_GNU_SOURCE -DWICK_HAVE_CUDA=1 -Isrc -Iinclude bench/cuda/bench_cuda.c \
   $B/libwick.a $B/libwick_cuda.a -L/usr/local/cuda/lib64 -lcudart -lcublas -lcublasLt \
   $(pkg-config --libs libpcre2-8 2>/dev/null || echo -lpcre2-8) -lpthread -lm -lstdc++ -ldl \
   -o $B/bench_cuda >> "$OUT/build.log" 2>&1 || say "bench_cuda build failed"
-say "== build: $(($(date +%s) - T0)) s"
+say "== build: $(since)"
 
-say "== kernel tests"
-timeout 150 $B/test_cuda_kernels > "$OUT/kernels.log" 2>&1
-say "kernel tests rc=$? ($(grep -c FAIL "$OUT/kernels.log") FAIL lines)"
-grep -E "FAIL|passed|failed" "$OUT/kernels.log" | head -20 | tee -a "$LOG"
-say "== device top-k"
-timeout 60 $B/test_cuda_topk 2>&1 | tail -8 | tee -a "$LOG"
+KT=
+if has tests; then
+  (timeout 200 $B/test_cuda_kernels > "$OUT/kernels.log" 2>&1; echo "rc=$?" >> "$OUT/kernels.log"
+   timeout 60 $B/test_cuda_topk > "$OUT/topk.log" 2>&1; echo "rc=$?" >> "$OUT/topk.log") &
+  KT=$!
+fi
+if has parity; then
+  . bench/cuda/synth.sh
+  SYN=/tmp/wick-syn
+  list=$(synth_models $B/wick $SYN)
+  real=""
+  for f in models-trim/*.gguf; do [ -f "$f" ] && real="$real $f"; done
+  timeout 240 $B/test_cuda_parity $real $list > "$OUT/parity.log" 2>&1
+  rc=$?
+  sed "s|$SYN/||" "$OUT/parity.log" | grep -vE "^$" >> "$LOG"
+  say "== parity rc=$rc: $(tail -1 "$OUT/parity.log") ($(since))"
+  grep -E "FAIL" "$OUT/parity.log" | head | tee -a "$LOG"
+fi
+if [ -n "$KT" ]; then
+  wait $KT
+  say "== kernel tests $(tail -1 "$OUT/kernels.log"), $(grep -c FAIL "$OUT/kernels.log") FAIL lines ($(since))"
+  grep -E "FAIL|passed|failed" "$OUT/kernels.log" | head -20 | tee -a "$LOG"
+  grep -E "^attention" "$OUT/kernels.log" >> "$LOG"
+  say "== device top-k $(tail -1 "$OUT/topk.log"): $(tail -2 "$OUT/topk.log" | head -1)"
+fi
 
-say "== parity (CPU exact vs CUDA default kernels)"
-. bench/cuda/synth.sh
-SYN=/tmp/wick-syn
-list=$(synth_models $B/wick $SYN)
-real=""
-for f in models-trim/*.gguf; do [ -f "$f" ] && real="$real $f"; done
-timeout 200 $B/test_cuda_parity $real $list > "$OUT/parity.log" 2>&1
-rc=$?
-sed "s|$SYN/||" "$OUT/parity.log" | grep -vE "^$" | tee -a "$LOG" | tail -70 > /dev/null
-say "parity rc=$rc: $(tail -1 "$OUT/parity.log")"
-grep -E "FAIL" "$OUT/parity.log" | head | tee -a "$LOG"
+BW=4235
+if has ceil; then
+  timeout 60 $B/bench_cuda ceil 2>&1 | tee -a "$LOG"
+  BW=$(grep "RESULT ceil" "$LOG" | tail -1 | awk '{print $3}')
+  BW=${BW:-4235}
+fi
+if has matvec; then
+  say "== matrix-vector ($(since))"
+  timeout 150 $B/bench_cuda matvec "$BW" > "$OUT/matvec.log" 2>&1
+  grep -v RESULT "$OUT/matvec.log" | tee -a "$LOG"
+fi
+if has sweep; then
+  say "== sweep ($(since))"
+  timeout 150 $B/bench_cuda sweep "$BW" 2>&1 | tee -a "$LOG"
+fi
 
-say "== ceilings and matrix-vector"
-timeout 60 $B/bench_cuda ceil 2>&1 | tee -a "$LOG"
-BW=$(grep "RESULT ceil" "$LOG" | tail -1 | awk '{print $3}')
-timeout 120 $B/bench_cuda matvec "${BW:-4250}" > "$OUT/matvec.log" 2>&1
-grep -v RESULT "$OUT/matvec.log" | tee -a "$LOG"
-say "== time so far $(($(date +%s) - T0)) s; waiting for the 8B models"
-wait $MK
-say "== CPU kernels on the device host ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2))"
-timeout 60 $B-cpu/test_kernels 2>&1 | tail -4 | tee -a "$LOG"
-first=1
-for ty in $TYPES; do
-  f=/tmp/8b-$ty.gguf
-  [ -f $f ] || { say "no 8B $ty model"; continue; }
-  say "== Llama-3-8B shape, $ty: prefill 4096 in one chunk, decode at 16 and 4096"
-  timeout 120 $B/bench_cuda model $f 4096 4096 64 2>&1 | sed "s/^RESULT /RESULT $ty /" | tee -a "$LOG"
-  if [ $first = 1 ]; then
-    say "== $ty: 4096-token context, 512-token batches (memory); whole logits copied back"
-    WICK_BENCH_TOPK=0 timeout 90 $B/bench_cuda model $f 4096 512 32 2>&1 |
-      sed "s/^RESULT /RESULT $ty ctx4096-b512 /" | tee -a "$LOG"
-    first=0
-  fi
-  rm -f $f
-done
-say "== total $(($(date +%s) - T0)) s"
+[ -n "$MK" ] && { say "== waiting for the CPU build and models ($(since))"; wait $MK; }
+if has cpu; then
+  say "== CPU kernels on the device host ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2))"
+  timeout 60 $B-cpu/test_kernels 2>&1 | tail -4 | tee -a "$LOG"
+fi
+if has ncu; then
+  NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2>/dev/null | head -1)
+  C=${NCU_CTX:-4096}
+  say "== ncu ($NCU): decode step, 2-layer 8B-shape Q4_K_M, context $C ($(since))"
+  timeout 150 $NCU --clock-control none --metrics gpu__time_duration.sum --print-summary per-kernel \
+    $B/bench_cuda model /tmp/8b2.gguf "$C" "$C" 4 > "$OUT/ncu_decode.log" 2>&1
+  grep -E "^ +[a-zA-Z_].*\(|gpu__time_duration" "$OUT/ncu_decode.log" | sed "s/(.*//" | paste - - |
+    awk '{print $1, $(NF-2), $(NF-1), $NF}' | head -40 | tee -a "$LOG"
+  for ty in q4_k f16; do
+    timeout 90 $NCU --clock-control none -k regex:k_mv --launch-count 1 --section SpeedOfLight \
+      --section Occupancy --section WarpStateStats --section MemoryWorkloadAnalysis \
+      --section SchedulerStats $B/bench_cuda mvone $ty > "$OUT/ncu_$ty.log" 2>&1
+    say "-- ncu $ty"
+    grep -E "k_mv|Duration|DRAM Throughput|Memory Throughput|Achieved Occupancy|Registers|Stall|L1/TEX Hit|L2 Hit|Warp Cycles Per Issued|Issued Ipc|Issue Slots|No Eligible|Active Warps" \
+      "$OUT/ncu_$ty.log" | head -40 | tee -a "$LOG"
+  done
+fi
+if has model; then
+  first=1
+  for ty in $TYPES; do
+    f=/tmp/8b-$ty.gguf
+    [ -f $f ] || { say "no 8B $ty model"; continue; }
+    say "== Llama-3-8B shape, $ty: bench_cuda model FILE $ARGS ($(since))"
+    for ab in base $AB; do
+      envs=()
+      [ "$ab" != base ] && IFS=, read -r -a envs <<< "$ab"
+      env "${envs[@]}" timeout 150 $B/bench_cuda model $f $ARGS > /tmp/one.log 2>&1
+      sed "s/^RESULT /RESULT $ty $ab /" /tmp/one.log >> "$OUT/model.log"
+      say "$ty $ab: $(grep -E "RESULT (prefill|decode)" /tmp/one.log | cut -d' ' -f2- | tr '\n' ';')"
+      grep -E "FAIL|error" /tmp/one.log | head -3 | tee -a "$LOG"
+    done
+    if [ $first = 1 ]; then
+      say "== $ty: 4096-token context, 512-token batches (memory); whole logits copied back"
+      WICK_BENCH_TOPK=0 timeout 90 $B/bench_cuda model $f 4096 512 32 2>&1 |
+        sed "s/^RESULT /RESULT $ty ctx4096-b512 /" | tee -a "$LOG"
+      first=0
+    fi
+    rm -f $f
+  done
+fi
+say "== total $(since)"

@@ -318,9 +318,10 @@ static void test_embed(int type, int rows, int cols) {
 
 static float f16r(float v) { return wk_f16_to_f32(wk_f32_to_f16(v)); }
 
-// kernel 0: the split kernel (max error 2e-4); 1: the flash kernel, f16 Q
-// and P on the tensor cores (2e-3 of max(1, max |ref|)), configuration
-// `variant` (-1 the default). n_seqs sequences of n_ctx keys with n_new new
+// kernel 0: the split kernels (the group kernel where it serves the shape),
+// 2: the split warp-per-key kernel (max error 2e-4 both); 1: the flash
+// kernel, f16 Q and P on the tensor cores (2e-3 of max(1, max |ref|)),
+// configuration `variant` (-1 the default). n_seqs sequences of n_ctx keys with n_new new
 // tokens each share the batch.
 static void test_attention(int nh, int nkv, int hd, int n_ctx, int n_new, int window,
                            float softcap, int splits, int kernel, int n_seqs, int variant) {
@@ -382,7 +383,7 @@ static void test_attention(int nh, int nkv, int hd, int n_ctx, int n_new, int wi
     }
   }
   double tol = kernel == 1 ? 2e-3 * big : 2e-4;
-  const char *name = kernel == 1 ? "flash" : "split";
+  const char *name = kernel == 1 ? "flash" : kernel == 2 ? "warp" : "split";
   CHECK(worst < tol, "attention %s heads %d/%d hd %d ctx %d new %d seqs %d window %d cap %g splits %d "
         "variant %d max error %.3g", name, nh, nkv, hd, n_ctx, n_new, n_seqs, window, softcap, splits,
         variant, worst);
@@ -446,6 +447,21 @@ int main(void) {
   test_attention(4, 4, 128, 77, 77, 0, 0.0f, 1, 0, 1, -1);
   test_attention(4, 1, 256, 700, 5, 128, 50.0f, 4, 0, 1, -1);
   test_attention(6, 3, 128, 1000, 20, 0, 0.0f, 3, 0, 1, -1);
+  // Decode shapes of the group kernel: GQA 32/8 at 4096 keys in 64 splits
+  // (the 8B decode), 9/3, 28/4, 16/1, no GQA, head dims 64-256, splits
+  // shorter than a tile and empty ones, tiles off the end, several new
+  // tokens and sequences; the warp kernel on a few for comparison.
+  test_attention(32, 8, 128, 4096, 1, 0, 0.0f, 64, 0, 1, -1);
+  test_attention(32, 8, 128, 4096, 1, 0, 0.0f, 64, 2, 1, -1);
+  test_attention(9, 3, 64, 1000, 1, 0, 0.0f, 16, 0, 1, -1);
+  test_attention(28, 4, 128, 333, 4, 0, 0.0f, 8, 0, 2, -1);
+  test_attention(16, 1, 256, 300, 2, 0, 30.0f, 4, 0, 1, -1);
+  test_attention(4, 4, 64, 40, 1, 0, 0.0f, 64, 0, 3, -1);
+  test_attention(8, 4, 192, 97, 3, 0, 0.0f, 2, 0, 1, -1);
+  test_attention(8, 4, 192, 97, 3, 0, 0.0f, 2, 2, 1, -1);
+  test_attention(4, 1, 256, 700, 5, 128, 50.0f, 4, 2, 1, -1);
+  test_attention(8, 1, 128, 33, 1, 0, 0.0f, 1, 0, 1, -1);
+  test_attention(12, 2, 64, 2049, 1, 100, 0.0f, 32, 0, 4, -1);
   // The flash kernel: whole prompts, new tokens after cached ones, lengths
   // off the tile, GQA 32/8, 4/1, 9/3 and none, window, soft-cap, sequences
   // sharing a tile.

@@ -1,6 +1,7 @@
-// Causal attention over the paged KV cache with an online softmax: one block
-// of four warps per (query head, token, key split) on the CUDA cores (decode
-// and small batches). With several splits, partial (max, sum, acc) are merged
+// Causal attention over the paged KV cache with an online softmax on the
+// CUDA cores (decode and small batches): attn_decode.cu's kernel where it
+// serves the shape; else (and under WICK_CUDA_ATTN=warp) one block of four
+// warps per (query head, token, key split). With several splits, partial (max, sum, acc) are merged
 // by k_attn_combine. Batches of many tokens per sequence go to the flash
 // kernel (flash_attn.cu). Both kernels here let the next launch start at
 // once and wait for the previous one first (programmatic dependent launch).
@@ -121,12 +122,33 @@ __global__ void k_attn_combine(int n_heads, int hd, int splits, const float *__r
   out[((size_t)t * n_heads + h) * hd + d] = L > 0.0f ? acc / L : 0.0f;
 }
 
+static int attention_warp(cu_ctx *c, const cu_attn_shape *a, const cu_meta *m, int n,
+                          const float *q, const __half *kc, const __half *vc, float *out,
+                          int splits, float *part, wk_error *err);
+
 int cu_attention_split(cu_ctx *c, const cu_attn_shape *a, const cu_meta *m, int n, const float *q,
                        const __half *kc, const __half *vc, float *out, int splits, float *part,
                        wk_error *err) {
   if (a->n_heads % a->n_kv_heads)
     return cu_fail(err, WICK_ERR_UNSUPPORTED, "cuda: %d query heads not a multiple of %d kv heads",
                    a->n_heads, a->n_kv_heads);
+  if (!c->attn_warp && cu_attn_decode_ok(a)) {
+    if (int st = cu_attn_decode(c, a, m, n, q, kc, vc, out, splits, part, err)) return st;
+  } else if (int st = attention_warp(c, a, m, n, q, kc, vc, out, splits, part, err)) {
+    return st;
+  }
+  if (splits > 1) {
+    dim3 g2(a->n_heads, n);
+    CK(cu_launch(c->pdl, c->st, g2, dim3((a->head_dim + 31) / 32 * 32), 0, k_attn_combine,
+                 a->n_heads, a->head_dim, splits, (const float *)part, out));
+    CK_LAUNCH();
+  }
+  return WICK_OK;
+}
+
+static int attention_warp(cu_ctx *c, const cu_attn_shape *a, const cu_meta *m, int n,
+                          const float *q, const __half *kc, const __half *vc, float *out,
+                          int splits, float *part, wk_error *err) {
   dim3 grid(a->n_heads, n, splits);
   void (*kern)(cu_attn_shape, cu_meta, const float *, const __half *, const __half *, float *, int,
                float *) = a->head_dim == 64    ? k_attention<2>
@@ -139,12 +161,6 @@ int cu_attention_split(cu_ctx *c, const cu_attn_shape *a, const cu_meta *m, int 
                    a->head_dim);
   CK(cu_launch(c->pdl, c->st, grid, dim3(ATT_THREADS), 0, kern, *a, *m, q, kc, vc, out, splits, part));
   CK_LAUNCH();
-  if (splits > 1) {
-    dim3 g2(a->n_heads, n);
-    CK(cu_launch(c->pdl, c->st, g2, dim3((a->head_dim + 31) / 32 * 32), 0, k_attn_combine,
-                 a->n_heads, a->head_dim, splits, (const float *)part, out));
-    CK_LAUNCH();
-  }
   return WICK_OK;
 }
 

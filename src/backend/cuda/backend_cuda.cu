@@ -24,7 +24,7 @@ extern "C" {
 // gate/up and the output are folded into the streamed matrix-vector kernel (v7).
 static const int MV_KERNEL_DEFAULT = MV_INT8, PDL_DEFAULT = 1, FOLD_NORM_DEFAULT = 1;
 static_assert((int)CU_TOPK_MAX == (int)WK_TOPK_MAX, "one top-k limit");
-enum { GRAPH_MAX_N = 4, ATT_PART_PAIRS = 1024, ATT_SPLIT_KEYS = 128, ATT_SPLIT_LOG_MAX = 5 };
+enum { GRAPH_MAX_N = 4, ATT_PART_PAIRS = 2048, ATT_SPLIT_KEYS = 64, ATT_SPLIT_LOG_MAX = 6 };
 
 struct cu_layer {
   cu_weight wq, wk, wv, wo, wg, wu, wd;
@@ -57,6 +57,7 @@ struct cu_state {
   int fold_norm;  // 1: RMSNorms folded into the following matrix-vector products (decode)
   int max_ctx;  // longest context of the batch being run
   int n_seqs;   // sequences of the batch being run
+  int sms;      // multiprocessors of the device
   cudaGraphExec_t graphs[GRAPH_MAX_N + 1][GRAPH_MAX_N + 1][ATT_SPLIT_LOG_MAX + 1];
 };
 
@@ -245,6 +246,10 @@ static int cuda_prepare(wk_backend *b, const wk_model *m, const wk_backend_param
   // launches even where the fused kernel applies (for comparison).
   const char *fg = getenv("WICK_CUDA_FUSE_GLU");
   s->c.mv_glu_off = fg && fg[0] == '0';
+  // WICK_CUDA_ATTN=warp: decode attention on the warp-per-key kernel (comparison).
+  const char *ae = getenv("WICK_CUDA_ATTN");
+  s->c.attn_warp = ae && !strcmp(ae, "warp");
+  CK(cudaDeviceGetAttribute(&s->sms, cudaDevAttrMultiProcessorCount, p->device));
   s->layers = (cu_layer *)wk_calloc((size_t)m->n_layers, sizeof(cu_layer));
   if (!s->layers) return cu_fail(err, WICK_ERR_NOMEM, "cuda: out of host memory");
 
@@ -307,13 +312,18 @@ static int cuda_prepare(wk_backend *b, const wk_model *m, const wk_backend_param
 
 // ---------------------------------------------------------------- forward
 
-// Key splits of the attention: enough (query head, token, split) blocks to
-// fill the GPU, about ATT_SPLIT_KEYS keys or more a split, a power of two
-// (so few graph shapes); 1 when the batch alone fills the GPU.
+// Key splits of the split attention: blocks enough for ~4 an SM (a block is
+// a (token, kv head) for the group kernel, a (token, query head) for the
+// warp kernel), ATT_SPLIT_KEYS keys or more a split, a power of two (few
+// graph shapes); 1 when the batch alone fills the GPU.
 static int attn_splits_log2(const cu_state *s, int n, int max_ctx) {
-  int pairs = n * s->m->n_heads, lg = 0;
+  const wk_model *m = s->m;
+  cu_attn_shape a = {};
+  a.n_heads = m->n_heads, a.n_kv_heads = m->n_kv_heads, a.head_dim = m->head_dim;
+  int pairs = n * m->n_heads, lg = 0;
+  int units = !s->c.attn_warp && cu_attn_decode_ok(&a) ? n * m->n_kv_heads : pairs;
   while (lg < ATT_SPLIT_LOG_MAX && (pairs << (lg + 1)) <= ATT_PART_PAIRS &&
-         (ATT_SPLIT_KEYS << (lg + 1)) <= max_ctx)
+         (ATT_SPLIT_KEYS << (lg + 1)) <= max_ctx && ((long)units << lg) < 4L * s->sms)
     lg++;
   return lg;
 }

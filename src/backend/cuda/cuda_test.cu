@@ -236,6 +236,7 @@ static int attn_run(dev_bufs &b, const cuda_test_attn *a, const cu_attn_shape *s
                     wk_error *err) {
   int n = (a->n_seqs > 0 ? a->n_seqs : 1) * a->n_new;
   if (a->kernel == 1) return cu_flash_attention(&b.c, s, m, n, dq, dk, dv, dout, a->variant, err);
+  b.c.attn_warp = a->kernel == 2;
   return cu_attention_split(&b.c, s, m, n, dq, dk, dv, dout, a->splits, dpart, err);
 }
 

@@ -20,17 +20,6 @@ namespace {
 
 constexpr float LOG2E = 1.4426950408889634f;
 
-__device__ __forceinline__ uint32_t smem_addr(const void *p) {
-  return (uint32_t)__cvta_generic_to_shared(p);
-}
-
-// 16 bytes global -> shared; zero-filled when !ok (src is then not read).
-__device__ __forceinline__ void cp16(uint32_t dst, const void *src, bool ok) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
-               "r"(ok ? 16 : 0));
-}
-__device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-__device__ __forceinline__ void cp_wait_all() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
 
 __device__ __forceinline__ void ldsm4(uint32_t (&r)[4], uint32_t addr) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
@@ -207,7 +196,7 @@ __global__ void __launch_bounds__(NW * 32, MINB)
     for (int it = 0; it < ntile; it++) {
       const int kb = klo + it * BN;
       const uint32_t so = (it & 1) * STAGE;
-      cp_wait_all();
+      cp_wait<0>();
       __syncthreads();  // tile it is in; every warp is done with tile it - 1
       if (it + 1 < ntile) load(kb + BN, (it + 1) & 1);
       if (kb > whi || kb + BN - 1 < wlo) continue;  // no row of this warp sees these keys

@@ -95,6 +95,22 @@ static __device__ __forceinline__ void pdl_launch_next() {
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 }
 
+// Asynchronous copies global -> shared (cp.async, 16 bytes, L2 only):
+// cp16 zero-fills dst when !ok (src is then not read); cp_commit closes a
+// group of copies; cp_wait<N> waits until at most N groups are in flight.
+static __device__ __forceinline__ uint32_t smem_addr(const void *p) {
+  return (uint32_t)__cvta_generic_to_shared(p);
+}
+static __device__ __forceinline__ void cp16(uint32_t dst, const void *src, bool ok) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
+               "r"(ok ? 16 : 0));
+}
+static __device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+static __device__ __forceinline__ void cp_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
 // kern<<<grid, block, smem, st>>>(args...), by programmatic dependent launch
 // when pdl is set (graph capture turns it into a programmatic edge).
 template <typename... P, typename... A>

@@ -26,6 +26,7 @@ struct cu_ctx {
   int mv_glu_off;         // 1: gate/up and the gated unit as separate launches
   int pdl;                // 1: the decode kernels (all but the GEMM path's and flash
                           // attention) use programmatic dependent launch
+  int attn_warp;          // 1: decode attention on the warp-per-key kernel (comparison)
 };
 // cu_ctx.mv_f32x: MV_INT8, x rounded to int8 per 32 values for the quantized
 // types (the streamed kernel for the types of mvs_cfg<T>::DEFAULT, else v5;
@@ -111,12 +112,21 @@ enum { ATT_FLASH_MIN_TOKENS = 16 };
 int cu_attention(cu_ctx *c, const cu_attn_shape *a, const cu_meta *m, int n, int seqs,
                  const float *q, const __half *kc, const __half *vc, float *out, int splits,
                  float *part, wk_error *err);
-// The CUDA-core kernel, one block per (query head, token, key split); split
-// over the keys into `splits` parts when splits > 1 (part holds the partial
-// results: n * n_heads * splits * (head_dim + 2) floats).
+// The CUDA-core kernels, split over the keys into `splits` parts when
+// splits > 1 (part holds the partial results: n * n_heads * splits *
+// (head_dim + 2) floats): cu_attn_decode where it serves the shape (unless
+// c->attn_warp), else one block per (query head, token, key split), a warp
+// per key.
 int cu_attention_split(cu_ctx *c, const cu_attn_shape *a, const cu_meta *m, int n, const float *q,
                        const __half *kc, const __half *vc, float *out, int splits, float *part,
                        wk_error *err);
+// The decode kernel of cu_attention_split where cu_attn_decode_ok: one block
+// per (kv head, token, key split) for the whole query-head group, K/V tiles
+// through shared memory (attn_decode.cu); same outputs and `part` layout.
+bool cu_attn_decode_ok(const cu_attn_shape *a);
+int cu_attn_decode(cu_ctx *c, const cu_attn_shape *a, const cu_meta *m, int n, const float *q,
+                   const __half *kc, const __half *vc, float *out, int splits, float *part,
+                   wk_error *err);
 // The tensor-core flash kernel (head dims 64, 128, 256): query tiles of
 // (token, query head) rows of one kv head, K/V tiles in shared memory.
 // variant: -1 the default configuration, else one from the tuning list in

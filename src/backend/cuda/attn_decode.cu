@@ -1,0 +1,213 @@
+// Decode attention over the paged KV cache, one block per (kv head, token,
+// key split) that serves every query head of the kv head's group, so each
+// K/V row is read from memory once a token. Keys go through shared memory
+// in tiles of AD_KT rows (cp.async, AD_STAGES deep: the next tiles load
+// while one is used), and a tile is three passes:
+//   scores   thread s < G * KT: head g = s / KT, key k = s % KT (a warp is 32
+//            keys of one head; K rows are padded by 16 bytes, so 16-byte
+//            loads of 32 different rows do not share banks; q is a
+//            broadcast);
+//   softmax  warp w: heads w, w + 4, ...: the tile max, the running max's
+//            correction, p = exp(s - max) in place of the scores;
+//   P V      thread o < G * HD / 4: head o / (HD / 4), dims 4 (o % (HD / 4))
+//            to that + 3 (a warp reads 256 consecutive bytes of a V row; p
+//            four keys a broadcast load).
+// Rows past the split's last key are zero-filled, so every pass can run over
+// the whole tile (p is 0 there).
+// Splits > 1 leave (max, sum, unnormalized acc) per query head for
+// k_attn_combine (attention.cu), in the same layout as the warp kernel.
+#include "backend/cuda/internal.cuh"
+
+enum { AD_THREADS = 128, AD_KT = 32, AD_STAGES = 3 };
+
+// Shared memory of one block: K and V stages, q (scaled), scores/p, and per
+// head the running max, sum and this tile's correction.
+template <int HD>
+struct ad_smem {
+  static constexpr int ROW = HD + 8;  // halves a K/V row (16 bytes of padding)
+  static constexpr size_t KV = (size_t)AD_STAGES * 2 * AD_KT * ROW * sizeof(__half);
+  static size_t bytes(int g) { return KV + (size_t)g * (HD + AD_KT + 3) * sizeof(float); }
+};
+
+template <int HD, int GM>
+__global__ void __launch_bounds__(AD_THREADS)
+    k_attn_decode(cu_attn_shape a, cu_meta m, const float *__restrict__ q,
+                  const __half *__restrict__ kc, const __half *__restrict__ vc,
+                  float *__restrict__ out, int splits, float *__restrict__ part) {
+  static_assert(AD_KT == 32, "the softmax pass takes a key a lane");
+  constexpr int ROW = ad_smem<HD>::ROW, CPR = HD / 8, HQ = HD / 4;
+  constexpr int NO = (GM * HQ + AD_THREADS - 1) / AD_THREADS;  // output quads a thread
+  extern __shared__ uint4 ad_raw[];
+  __half *kv = (__half *)ad_raw;  // [stage][K, V][KT][ROW]
+  const int G = a.n_heads / a.n_kv_heads;
+  float *sq = (float *)((char *)ad_raw + ad_smem<HD>::KV);  // [G][HD]
+  float *ss = sq + G * HD;                                  // [G][KT]
+  float *sm = ss + G * AD_KT, *sl = sm + G, *sc = sl + G;    // [G] each
+  pdl_launch_next();
+  pdl_wait();
+  const int kvh = blockIdx.x, t = blockIdx.y, sp = blockIdx.z, tid = threadIdx.x;
+  const int lane = tid & 31, warp = tid >> 5, nkv = a.n_kv_heads, bs = a.block_size;
+  const int p = m.pos[t];
+  const int32_t *bt = m.bt + m.bt_off[m.tseq[t]];
+  int lo = a.window > 0 && p - a.window + 1 > 0 ? p - a.window + 1 : 0;
+  int per = (p + 1 - lo + splits - 1) / splits;
+  const int k0 = lo + sp * per, k1 = min(p + 1, k0 + per);
+  const int ntiles = k1 > k0 ? (k1 - k0 + AD_KT - 1) / AD_KT : 0;
+
+  // Tile i's K and V rows into stage i % AD_STAGES (zeros past k1).
+  auto load = [&](int i) {
+    __half *ks = kv + (size_t)(i % AD_STAGES) * 2 * AD_KT * ROW, *vs = ks + AD_KT * ROW;
+    int kb = k0 + i * AD_KT;
+    for (int c = tid; c < AD_KT * CPR; c += AD_THREADS) {
+      int r = c / CPR, e = (c % CPR) * 8, j = kb + r;
+      bool ok = j < k1;
+      size_t off = ok ? ((size_t)bt[j / bs] * bs + j % bs) * nkv * HD + (size_t)kvh * HD + e : 0;
+      cp16(smem_addr(ks + r * ROW + e), kc + off, ok);
+      cp16(smem_addr(vs + r * ROW + e), vc + off, ok);
+    }
+  };
+#pragma unroll
+  for (int i = 0; i < AD_STAGES - 1; i++) {
+    if (i < ntiles) load(i);
+    cp_commit();
+  }
+  const float *qg = q + ((size_t)t * a.n_heads + (size_t)kvh * G) * HD;
+  for (int i = tid; i < G * HD; i += AD_THREADS) sq[i] = qg[i] * a.scale;
+  for (int g = tid; g < G; g += AD_THREADS) sm[g] = -INFINITY, sl[g] = 0.0f;
+  float4 acc[NO];
+#pragma unroll
+  for (int i = 0; i < NO; i++) acc[i] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+
+  for (int it = 0; it < ntiles; it++) {
+    if (it + AD_STAGES - 1 < ntiles) load(it + AD_STAGES - 1);
+    cp_commit();
+    cp_wait<AD_STAGES - 1>();
+    __syncthreads();
+    const __half *ks = kv + (size_t)(it % AD_STAGES) * 2 * AD_KT * ROW, *vs = ks + AD_KT * ROW;
+    const int nk = min(AD_KT, k1 - (k0 + it * AD_KT));
+    for (int s = tid; s < G * AD_KT; s += AD_THREADS) {
+      int g = s / AD_KT, k = s % AD_KT;
+      float d = -INFINITY;
+      if (k < nk) {
+        const uint4 *kr = (const uint4 *)(ks + k * ROW);
+        const float4 *qr = (const float4 *)(sq + g * HD);
+        d = 0.0f;
+#pragma unroll 4
+        for (int c = 0; c < CPR; c++) {
+          uint4 u = kr[c];
+          float4 qa = qr[2 * c], qb = qr[2 * c + 1];
+          float2 f0 = __half22float2(*(__half2 *)&u.x), f1 = __half22float2(*(__half2 *)&u.y);
+          float2 f2 = __half22float2(*(__half2 *)&u.z), f3 = __half22float2(*(__half2 *)&u.w);
+          d = fmaf(qa.x, f0.x, d), d = fmaf(qa.y, f0.y, d), d = fmaf(qa.z, f1.x, d);
+          d = fmaf(qa.w, f1.y, d), d = fmaf(qb.x, f2.x, d), d = fmaf(qb.y, f2.y, d);
+          d = fmaf(qb.z, f3.x, d), d = fmaf(qb.w, f3.y, d);
+        }
+        if (a.softcap > 0.0f) d = a.softcap * tanhf(d / a.softcap);
+      }
+      ss[s] = d;
+    }
+    __syncthreads();
+    for (int g = warp; g < G; g += AD_THREADS / 32) {
+      float s = ss[g * AD_KT + lane];  // AD_KT == 32: a key a lane
+      float mo = sm[g], mn = fmaxf(mo, warp_max(s));
+      float pj = lane < nk ? expf(s - mn) : 0.0f, l = warp_sum(pj);
+      ss[g * AD_KT + lane] = pj;
+      __syncwarp();
+      if (lane == 0) {
+        float corr = expf(mo - mn);  // 0 on the first tile (mo = -inf)
+        sc[g] = corr, sl[g] = sl[g] * corr + l, sm[g] = mn;
+      }
+    }
+    __syncthreads();
+#pragma unroll
+    for (int i = 0; i < NO; i++) {
+      int o = tid + i * AD_THREADS, g = o / HQ, d4 = o % HQ;
+      if (g >= G) break;
+      const float4 *pg = (const float4 *)(ss + g * AD_KT);
+      float corr = sc[g];
+      float4 r = make_float4(acc[i].x * corr, acc[i].y * corr, acc[i].z * corr, acc[i].w * corr);
+#pragma unroll
+      for (int k4 = 0; k4 < AD_KT / 4; k4++) {
+        float4 p4 = pg[k4];
+        float pk[4] = {p4.x, p4.y, p4.z, p4.w};
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+          uint2 u = *(const uint2 *)(vs + (4 * k4 + j) * ROW + 4 * d4);
+          float2 v0 = __half22float2(*(__half2 *)&u.x), v1 = __half22float2(*(__half2 *)&u.y);
+          r.x = fmaf(pk[j], v0.x, r.x), r.y = fmaf(pk[j], v0.y, r.y);
+          r.z = fmaf(pk[j], v1.x, r.z), r.w = fmaf(pk[j], v1.y, r.w);
+        }
+      }
+      acc[i] = r;
+    }
+    __syncthreads();  // the stage is loaded again next iteration
+  }
+  cp_wait<0>();
+  __syncthreads();  // sm/sl written by the softmax warps (or the prologue)
+#pragma unroll
+  for (int i = 0; i < NO; i++) {
+    int o = tid + i * AD_THREADS, g = o / HQ, d4 = o % HQ;
+    if (g >= G) break;
+    int h = kvh * G + g;
+    float L = sl[g];
+    if (splits == 1) {
+      float inv = L > 0.0f ? 1.0f / L : 0.0f;
+      *(float4 *)(out + ((size_t)t * a.n_heads + h) * HD + 4 * d4) =
+          make_float4(acc[i].x * inv, acc[i].y * inv, acc[i].z * inv, acc[i].w * inv);
+    } else {
+      float *pp = part + (((size_t)t * a.n_heads + h) * splits + sp) * (HD + 2);
+      pp[2 + 4 * d4] = acc[i].x, pp[3 + 4 * d4] = acc[i].y;
+      pp[4 + 4 * d4] = acc[i].z, pp[5 + 4 * d4] = acc[i].w;
+      if (d4 == 0) pp[0] = sm[g], pp[1] = L;
+    }
+  }
+}
+
+template <int HD, int GM>
+static int ad_launch(cu_ctx *c, const cu_attn_shape *a, const cu_meta *m, int n, const float *q,
+                     const __half *kc, const __half *vc, float *out, int splits, float *part,
+                     wk_error *err) {
+  auto kern = k_attn_decode<HD, GM>;
+  size_t smem = ad_smem<HD>::bytes(a->n_heads / a->n_kv_heads);
+  static unsigned opted;  // devices (bits) where the kernel may take ad_smem<HD>::bytes(GM)
+  if (smem > 48 * 1024) {
+    int dev = 0;
+    CK(cudaGetDevice(&dev));
+    if (dev >= 32 || !(opted >> dev & 1u)) {
+      CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                              (int)ad_smem<HD>::bytes(GM)));
+      if (dev < 32) opted |= 1u << dev;
+    }
+  }
+  CK(cu_launch(c->pdl, c->st, dim3(a->n_kv_heads, n, splits), dim3(AD_THREADS), smem, kern, *a,
+               *m, q, kc, vc, out, splits, part));
+  CK_LAUNCH();
+  return WICK_OK;
+}
+
+bool cu_attn_decode_ok(const cu_attn_shape *a) {
+  int hd = a->head_dim;
+  return (hd == 64 || hd == 128 || hd == 192 || hd == 256) && a->n_heads % a->n_kv_heads == 0 &&
+         a->n_heads / a->n_kv_heads <= 16;
+}
+
+int cu_attn_decode(cu_ctx *c, const cu_attn_shape *a, const cu_meta *m, int n, const float *q,
+                   const __half *kc, const __half *vc, float *out, int splits, float *part,
+                   wk_error *err) {
+  if (!cu_attn_decode_ok(a))
+    return cu_fail(err, WICK_ERR_UNSUPPORTED, "cuda: decode attention for head_dim %d, %d/%d heads",
+                   a->head_dim, a->n_heads, a->n_kv_heads);
+  int g = a->n_heads / a->n_kv_heads;
+#define AD_CASE(HD)                                                                     \
+  if (a->head_dim == HD) {                                                              \
+    if (g <= 4) return ad_launch<HD, 4>(c, a, m, n, q, kc, vc, out, splits, part, err); \
+    if (g <= 8) return ad_launch<HD, 8>(c, a, m, n, q, kc, vc, out, splits, part, err); \
+    return ad_launch<HD, 16>(c, a, m, n, q, kc, vc, out, splits, part, err);            \
+  }
+  AD_CASE(64)
+  AD_CASE(128)
+  AD_CASE(192)
+  AD_CASE(256)
+#undef AD_CASE
+  return WICK_ERR_UNSUPPORTED;
+}
