@@ -4,10 +4,15 @@
 // the flash kernel's configurations, and the flash kernel at head dims 64
 // and 256. FLOPs = 4 * n_heads * head_dim * (keys summed over the queries).
 //   bench_attn [tokens]      (default 4096)
+//   bench_attn decode        one new token over 4096 and 16384 keys (32/8 heads,
+//                            head dim 128): the group kernel (merging in-kernel or
+//                            with the combine launch) and the warp kernel by split
+//                            count; GB/s of K + V
 // Lines starting "RESULT" are for scripts; the rest is a readable table.
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "backend/cuda/cuda_test.h"
 
@@ -40,7 +45,41 @@ static double run(const char *what, int nh, int nkv, int hd, int n_ctx, int n_ne
   return tf;
 }
 
+// Decode: one token, n_ctx keys; prints microseconds and K + V GB/s.
+static void decode(void) {
+  static const int ctxs[] = {4096, 16384}, splits[] = {8, 16, 32, 64};
+  static const int kern[] = {0, 3, 2};
+  static const char *kname[] = {"group", "group+combine", "warp"};
+  for (int c = 0; c < 2; c++)
+    for (int k = 0; k < 3; k++)
+      for (int s = 0; s < 4; s++) {
+        int n_ctx = ctxs[c], bs = 16, nb = n_ctx / bs;
+        int32_t *blocks = malloc(sizeof(int32_t) * nb);
+        for (int i = 0; i < nb; i++) blocks[i] = i;
+        cuda_test_attn a = {32, 8, 128, n_ctx, 1, 0, bs, nb, splits[s], 0.088388f, 0.0f,
+                            blocks, 1, kern[k], -1};
+        wk_error err = {{0}};
+        double us = 0;
+        int st = cuda_bench_attention(&a, 20, &us, &err);
+        free(blocks);
+        if (st) {
+          printf("decode %s ctx %d splits %d FAILED: %s\n", kname[k], n_ctx, splits[s], err.msg);
+          g_fail++;
+          continue;
+        }
+        double gb = 2.0 * n_ctx * 8 * 128 * 2 / (us * 1e-6) / 1e9;
+        printf("decode %-13s ctx %5d splits %2d: %7.1f us %6.0f GB/s\n", kname[k], n_ctx, splits[s],
+               us, gb);
+        printf("RESULT attn-decode %s ctx=%d splits=%d us=%.1f gbps=%.0f\n", kname[k], n_ctx,
+               splits[s], us, gb);
+      }
+}
+
 int main(int argc, char **argv) {
+  if (argc > 1 && !strcmp(argv[1], "decode")) {
+    decode();
+    return g_fail ? 1 : 0;
+  }
   int n = argc > 1 ? atoi(argv[1]) : 4096;
   if (n < 16) {
     fprintf(stderr, "bench_attn: tokens %d (expected 16 or more)\n", n);

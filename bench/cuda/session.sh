@@ -5,18 +5,21 @@
 # Steps (STEPS, space-separated):
 #   tests   kernel tests and device top-k (beside parity: the references are host work)
 #   parity  CPU exact vs CUDA default kernels on the synthetic models (synth.sh) and
-#           the trimmed real models in models-trim/
+#           the trimmed real models in models-trim/; again under each setting in PARITY_AB
 #   ceil    copy bandwidth and cuBLAS bf16 rate
 #   matvec  matrix-vector table, % of the copy bandwidth (bench_cuda matvec)
-#   sweep   the streamed kernels' block shapes (bench_cuda sweep)
+#   sweep   the streamed kernels' block shapes (bench_cuda sweep $SWEEP; SWEEP v6 or v8)
 #   cpu     the CPU kernel tests on the device host's CPU (its AVX-512 level)
 #   model   Llama-3-8B shape, TYPES (default q4_k_m fp8_e4m3 bf16), `bench_cuda model FILE
 #           $ARGS` (default 4096 4096 64: a 4096-token prefill, decode at context 16 and
 #           4096), once as built and once under each environment setting in AB (words like
 #           WICK_CUDA_ATTN=warp; join several with commas); memory with 512-token batches
 #           for the first type
+#   attn    decode attention alone (bench_attn decode: kernels x splits, 4096 and 16384 keys)
 #   ncu     per-kernel times of one decode step (2-layer 8B-shape Q4_K_M, context NCU_CTX,
-#           default 4096) and the matrix-vector kernel's profile sections (q4_k, f16)
+#           default 4096, 0 to skip; dependent launch and graphs off: ncu failed a launch with
+#           them), the matrix-vector kernel's profile sections (NCU_MV: TYPE or TYPE:PATH of
+#           bench_cuda mvone, default q4_k f16) and with attn the decode attention's, and the matrix-vector kernel's profile sections (q4_k, f16)
 # Logs go to $OUT (run.log the summary). Carry .debs and models-trim; make them here with:
 #   mkdir -p .debs && (cd .debs && apt-get download libpcre2-dev libpcre2-8-0 \
 #     libpcre2-16-0 libpcre2-32-0 libpcre2-posix3 pkgconf pkgconf-bin libpkgconf3)
@@ -75,11 +78,15 @@ gcc -std=c11 -O2 -D_GNU_SOURCE -DWICK_HAVE_CUDA=1 -Isrc -Iinclude bench/cuda/ben
   $B/libwick.a $B/libwick_cuda.a -L/usr/local/cuda/lib64 -lcudart -lcublas -lcublasLt \
   $(pkg-config --libs libpcre2-8 2>/dev/null || echo -lpcre2-8) -lpthread -lm -lstdc++ -ldl \
   -o $B/bench_cuda >> "$OUT/build.log" 2>&1 || say "bench_cuda build failed"
+gcc -std=c11 -O2 -D_GNU_SOURCE -DWICK_HAVE_CUDA=1 -Isrc -Iinclude bench/cuda/bench_attn.c \
+  $B/libwick_cuda.a $B/libwick.a $B/libwick_cuda.a -L/usr/local/cuda/lib64 -lcudart -lcublas -lcublasLt \
+  $(pkg-config --libs libpcre2-8 2>/dev/null || echo -lpcre2-8) -lpthread -lm -lstdc++ -ldl \
+  -o $B/bench_attn >> "$OUT/build.log" 2>&1 || say "bench_attn build failed"
 say "== build: $(since)"
 
 KT=
 if has tests; then
-  (timeout 200 $B/test_cuda_kernels > "$OUT/kernels.log" 2>&1; echo "rc=$?" >> "$OUT/kernels.log"
+  (timeout 400 $B/test_cuda_kernels > "$OUT/kernels.log" 2>&1; echo "rc=$?" >> "$OUT/kernels.log"
    timeout 60 $B/test_cuda_topk > "$OUT/topk.log" 2>&1; echo "rc=$?" >> "$OUT/topk.log") &
   KT=$!
 fi
@@ -89,11 +96,15 @@ if has parity; then
   list=$(synth_models $B/wick $SYN)
   real=""
   for f in models-trim/*.gguf; do [ -f "$f" ] && real="$real $f"; done
-  timeout 240 $B/test_cuda_parity $real $list > "$OUT/parity.log" 2>&1
-  rc=$?
-  sed "s|$SYN/||" "$OUT/parity.log" | grep -vE "^$" >> "$LOG"
-  say "== parity rc=$rc: $(tail -1 "$OUT/parity.log") ($(since))"
-  grep -E "FAIL" "$OUT/parity.log" | head | tee -a "$LOG"
+  for ab in base ${PARITY_AB:-}; do
+    envs=()
+    [ "$ab" != base ] && IFS=, read -r -a envs <<< "$ab"
+    env "${envs[@]}" timeout 240 $B/test_cuda_parity $real $list > "$OUT/parity.log" 2>&1
+    rc=$?
+    sed "s|$SYN/||" "$OUT/parity.log" | grep -vE "^$" >> "$LOG"
+    say "== parity ($ab) rc=$rc: $(tail -1 "$OUT/parity.log") ($(since))"
+    grep -E "FAIL" "$OUT/parity.log" | head | tee -a "$LOG"
+  done
 fi
 if [ -n "$KT" ]; then
   wait $KT
@@ -116,7 +127,20 @@ if has matvec; then
 fi
 if has sweep; then
   say "== sweep ($(since))"
-  timeout 150 $B/bench_cuda sweep "$BW" 2>&1 | tee -a "$LOG"
+  timeout 150 $B/bench_cuda sweep "$BW" ${SWEEP:-} 2>&1 | tee -a "$LOG"
+fi
+
+if has attn; then
+  say "== decode attention ($(since))"
+  timeout 120 $B/bench_attn decode 2>&1 | grep -v RESULT | tee -a "$LOG"
+  if has ncu; then
+    NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null | head -1)
+    timeout 90 $NCU --clock-control none -k regex:k_attn_decode --launch-skip 63 --launch-count 1 \
+      --section SpeedOfLight --section Occupancy --section WarpStateStats --section LaunchStats \
+      --section SchedulerStats --section MemoryWorkloadAnalysis $B/bench_attn decode > "$OUT/ncu_attn.log" 2>&1
+    grep -E "k_attn|Duration|DRAM Throughput|Achieved Occupancy|Registers|Stall|Warp Cycles Per Issued|No Eligible|Active Warps|Block Limit|Shared Memory Config" \
+      "$OUT/ncu_attn.log" | head -30 | tee -a "$LOG"
+  fi
 fi
 
 [ -n "$MK" ] && { say "== waiting for the CPU build and models ($(since))"; wait $MK; }
@@ -127,18 +151,20 @@ fi
 if has ncu; then
   NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2>/dev/null | head -1)
   C=${NCU_CTX:-4096}
-  say "== ncu ($NCU): decode step, 2-layer 8B-shape Q4_K_M, context $C ($(since))"
-  timeout 150 $NCU --clock-control none --metrics gpu__time_duration.sum --print-summary per-kernel \
-    $B/bench_cuda model /tmp/8b2.gguf "$C" "$C" 4 > "$OUT/ncu_decode.log" 2>&1
-  grep -E "^ +[a-zA-Z_].*\(|gpu__time_duration" "$OUT/ncu_decode.log" | sed "s/(.*//" | paste - - |
+  [ "$C" = 0 ] || say "== ncu ($NCU): decode step, 2-layer 8B-shape Q4_K_M, context $C ($(since))"
+  [ "$C" = 0 ] || WICK_CUDA_PDL=0 WICK_CUDA_GRAPHS=0 timeout 150 $NCU --clock-control none \
+    --metrics gpu__time_duration.sum --print-summary per-kernel $B/bench_cuda model /tmp/8b2.gguf "$C" "$C" 4 > "$OUT/ncu_decode.log" 2>&1
+  [ "$C" = 0 ] || grep -E "^ +[a-zA-Z_].*\(|gpu__time_duration" "$OUT/ncu_decode.log" | sed "s/(.*//" | paste - - |
     awk '{print $1, $(NF-2), $(NF-1), $NF}' | head -40 | tee -a "$LOG"
-  for ty in q4_k f16; do
-    timeout 90 $NCU --clock-control none -k regex:k_mv --launch-count 1 --section SpeedOfLight \
+  for tp in ${NCU_MV:-q4_k f16}; do  # TYPE or TYPE:PATH (bench_cuda mvone)
+    ty=${tp%%:*} path=${tp#*:}
+    [ "$path" = "$tp" ] && path=
+    timeout 90 $NCU --clock-control none -k regex:k_m --launch-count 1 --section SpeedOfLight \
       --section Occupancy --section WarpStateStats --section MemoryWorkloadAnalysis \
-      --section SchedulerStats $B/bench_cuda mvone $ty > "$OUT/ncu_$ty.log" 2>&1
-    say "-- ncu $ty"
+      --section SchedulerStats $B/bench_cuda mvone $ty $path > "$OUT/ncu_$ty$path.log" 2>&1
+    say "-- ncu $tp"
     grep -E "k_mv|Duration|DRAM Throughput|Memory Throughput|Achieved Occupancy|Registers|Stall|L1/TEX Hit|L2 Hit|Warp Cycles Per Issued|Issued Ipc|Issue Slots|No Eligible|Active Warps" \
-      "$OUT/ncu_$ty.log" | head -40 | tee -a "$LOG"
+      "$OUT/ncu_$ty$path.log" | head -40 | tee -a "$LOG"
   done
 fi
 if has model; then
@@ -159,6 +185,9 @@ if has model; then
       say "== $ty: 4096-token context, 512-token batches (memory); whole logits copied back"
       WICK_BENCH_TOPK=0 timeout 90 $B/bench_cuda model $f 4096 512 32 2>&1 |
         sed "s/^RESULT /RESULT $ty ctx4096-b512 /" | tee -a "$LOG"
+      say "-- the same with the context's default 1 KB thread stacks (WICK_CUDA_STACK=1024)"
+      WICK_CUDA_STACK=1024 WICK_BENCH_TOPK=0 timeout 90 $B/bench_cuda model $f 4096 512 4 2>&1 |
+        grep -E "^model" | tee -a "$LOG"
       first=0
     fi
     rm -f $f

@@ -319,7 +319,8 @@ static void test_embed(int type, int rows, int cols) {
 static float f16r(float v) { return wk_f16_to_f32(wk_f32_to_f16(v)); }
 
 // kernel 0: the split kernels (the group kernel where it serves the shape),
-// 2: the split warp-per-key kernel (max error 2e-4 both); 1: the flash
+// 2: the split warp-per-key kernel, 3: the group kernel with the combine
+// launch (max error 2e-4 all three); 1: the flash
 // kernel, f16 Q and P on the tensor cores (2e-3 of max(1, max |ref|)),
 // configuration `variant` (-1 the default). n_seqs sequences of n_ctx keys with n_new new
 // tokens each share the batch.
@@ -383,7 +384,7 @@ static void test_attention(int nh, int nkv, int hd, int n_ctx, int n_new, int wi
     }
   }
   double tol = kernel == 1 ? 2e-3 * big : 2e-4;
-  const char *name = kernel == 1 ? "flash" : kernel == 2 ? "warp" : "split";
+  const char *name = kernel == 1 ? "flash" : kernel == 2 ? "warp" : kernel == 3 ? "group+combine" : "split";
   CHECK(worst < tol, "attention %s heads %d/%d hd %d ctx %d new %d seqs %d window %d cap %g splits %d "
         "variant %d max error %.3g", name, nh, nkv, hd, n_ctx, n_new, n_seqs, window, softcap, splits,
         variant, worst);
@@ -462,6 +463,9 @@ int main(void) {
   test_attention(4, 1, 256, 700, 5, 128, 50.0f, 4, 2, 1, -1);
   test_attention(8, 1, 128, 33, 1, 0, 0.0f, 1, 0, 1, -1);
   test_attention(12, 2, 64, 2049, 1, 100, 0.0f, 32, 0, 4, -1);
+  test_attention(32, 8, 128, 4096, 1, 0, 0.0f, 64, 3, 1, -1);
+  test_attention(28, 4, 128, 333, 4, 0, 0.0f, 8, 3, 2, -1);
+  test_attention(4, 4, 64, 40, 1, 0, 0.0f, 64, 3, 3, -1);
   // The flash kernel: whole prompts, new tokens after cached ones, lengths
   // off the tile, GQA 32/8, 4/1, 9/3 and none, window, soft-cap, sequences
   // sharing a tile.

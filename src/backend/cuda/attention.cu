@@ -96,9 +96,9 @@ __global__ void __launch_bounds__(ATT_THREADS)
     if (splits == 1)
       out[((size_t)t * a.n_heads + h) * HD + d] = L > 0.0f ? o / L : 0.0f;
     else
-      part[pi * (HD + 2) + 2 + d] = o;
+      part[pi * cu_part_stride(HD) + d] = o;
   }
-  if (splits > 1 && threadIdx.x == 0) part[pi * (HD + 2)] = M, part[pi * (HD + 2) + 1] = L;
+  if (splits > 1 && threadIdx.x == 0) part[pi * cu_part_stride(HD) + HD] = M, part[pi * cu_part_stride(HD) + HD + 1] = L;
 }
 
 // grid (n_heads, n tokens), block head_dim threads (rounded up to 32).
@@ -108,16 +108,17 @@ __global__ void k_attn_combine(int n_heads, int hd, int splits, const float *__r
   pdl_wait();
   int h = blockIdx.x, t = blockIdx.y, d = threadIdx.x;
   if (d >= hd) return;
-  const float *pb = part + ((size_t)t * n_heads + h) * splits * (hd + 2);
+  const int ps_ = cu_part_stride(hd);
+  const float *pb = part + ((size_t)t * n_heads + h) * splits * ps_;
   float M = -INFINITY;
-  for (int s = 0; s < splits; s++) M = fmaxf(M, pb[s * (hd + 2)]);
+  for (int s = 0; s < splits; s++) M = fmaxf(M, pb[s * ps_ + hd]);
   float L = 0.0f, acc = 0.0f;
   for (int s = 0; s < splits; s++) {
-    const float *ps = pb + s * (hd + 2);
-    if (ps[1] == 0.0f) continue;  // an empty split
-    float w = expf(ps[0] - M);
-    L += ps[1] * w;
-    acc += ps[2 + d] * w;
+    const float *ps = pb + s * ps_;
+    if (ps[hd + 1] == 0.0f) continue;  // an empty split
+    float w = expf(ps[hd] - M);
+    L += ps[hd + 1] * w;
+    acc += ps[d] * w;
   }
   out[((size_t)t * n_heads + h) * hd + d] = L > 0.0f ? acc / L : 0.0f;
 }
@@ -128,16 +129,20 @@ static int attention_warp(cu_ctx *c, const cu_attn_shape *a, const cu_meta *m, i
 
 int cu_attention_split(cu_ctx *c, const cu_attn_shape *a, const cu_meta *m, int n, const float *q,
                        const __half *kc, const __half *vc, float *out, int splits, float *part,
-                       wk_error *err) {
+                       const cu_raw_kv *raw, wk_error *err) {
   if (a->n_heads % a->n_kv_heads)
     return cu_fail(err, WICK_ERR_UNSUPPORTED, "cuda: %d query heads not a multiple of %d kv heads",
                    a->n_heads, a->n_kv_heads);
+  bool merged = false;
   if (!c->attn_warp && cu_attn_decode_ok(a)) {
-    if (int st = cu_attn_decode(c, a, m, n, q, kc, vc, out, splits, part, err)) return st;
+    if (int st = cu_attn_decode(c, a, m, n, q, kc, vc, out, splits, part, raw, err)) return st;
+    merged = cu_attn_decode_merges(c, a, n);
+  } else if (raw) {
+    return cu_fail(err, WICK_ERR_INVALID, "cuda: the Q/K/V epilogue in the warp attention kernel");
   } else if (int st = attention_warp(c, a, m, n, q, kc, vc, out, splits, part, err)) {
     return st;
   }
-  if (splits > 1) {
+  if (splits > 1 && !merged) {
     dim3 g2(a->n_heads, n);
     CK(cu_launch(c->pdl, c->st, g2, dim3((a->head_dim + 31) / 32 * 32), 0, k_attn_combine,
                  a->n_heads, a->head_dim, splits, (const float *)part, out));
@@ -164,10 +169,16 @@ static int attention_warp(cu_ctx *c, const cu_attn_shape *a, const cu_meta *m, i
   return WICK_OK;
 }
 
-int cu_attention(cu_ctx *c, const cu_attn_shape *a, const cu_meta *m, int n, int seqs,
-                 const float *q, const __half *kc, const __half *vc, float *out, int splits,
+int cu_attention(cu_ctx *c, const cu_attn_shape *a, const cu_meta *m, int n, int seqs, float *q,
+                 const float *k, const float *v, __half *kc, __half *vc, float *out, int splits,
                  float *part, wk_error *err) {
-  if (n >= ATT_FLASH_MIN_TOKENS * seqs && cu_flash_supported(a->head_dim))
-    return cu_flash_attention(c, a, m, n, q, kc, vc, out, -1, err);
-  return cu_attention_split(c, a, m, n, q, kc, vc, out, splits, part, err);
+  bool flash = n >= ATT_FLASH_MIN_TOKENS * seqs && cu_flash_supported(a->head_dim);
+  if (!flash && n == seqs && !c->attn_warp && !c->attn_post_apart && cu_attn_decode_ok(a) &&
+      a->head_dim <= 512) {
+    cu_raw_kv raw = {k, v, kc, vc};
+    return cu_attention_split(c, a, m, n, q, kc, vc, out, splits, part, &raw, err);
+  }
+  if (int st = cu_qkv_post(c, a, m, n, q, k, v, kc, vc, err)) return st;
+  if (flash) return cu_flash_attention(c, a, m, n, q, kc, vc, out, -1, err);
+  return cu_attention_split(c, a, m, n, q, kc, vc, out, splits, part, NULL, err);
 }

@@ -14,8 +14,17 @@
 //            four keys a broadcast load).
 // Rows past the split's last key are zero-filled, so every pass can run over
 // the whole tile (p is 0 there).
-// Splits > 1 leave (max, sum, unnormalized acc) per query head for
-// k_attn_combine (attention.cu), in the same layout as the warp kernel.
+// With raw K/V (cu_raw_kv, decode of one new token a sequence) the kernel also
+// does the Q/K/V epilogue (ops.cu's cu_qkv_post): every block finishes its
+// group's q itself, and the block whose split holds the new key finishes that
+// key's K and V, writes them to the cache and puts them into its tile (the
+// row's copy from the cache is skipped: it may predate the write).
+// Splits > 1 leave (max, sum, unnormalized acc) per query head in `part`, in
+// the warp kernel's layout. With a counter array (cnt, one per (token, kv
+// head), zero between launches) the last block of a (token, kv head) to
+// finish merges them itself and sets its counter back to zero (the partials
+// are fenced before the count; the merging block reads them from L2), so no
+// combine launch follows; without one k_attn_combine (attention.cu) does.
 #include "backend/cuda/internal.cuh"
 
 enum { AD_THREADS = 128, AD_KT = 32, AD_STAGES = 3 };
@@ -26,16 +35,17 @@ template <int HD>
 struct ad_smem {
   static constexpr int ROW = HD + 8;  // halves a K/V row (16 bytes of padding)
   static constexpr size_t KV = (size_t)AD_STAGES * 2 * AD_KT * ROW * sizeof(__half);
-  static size_t bytes(int g) { return KV + (size_t)g * (HD + AD_KT + 3) * sizeof(float); }
+  static size_t bytes(int g) { return KV + ((size_t)g * (HD + AD_KT + 3) + 2 * HD) * sizeof(float); }
 };
 
 template <int HD, int GM>
 __global__ void __launch_bounds__(AD_THREADS)
     k_attn_decode(cu_attn_shape a, cu_meta m, const float *__restrict__ q,
                   const __half *__restrict__ kc, const __half *__restrict__ vc,
-                  float *__restrict__ out, int splits, float *__restrict__ part) {
+                  float *__restrict__ out, int splits, float *__restrict__ part,
+                  unsigned *__restrict__ cnt, cu_raw_kv raw) {
   static_assert(AD_KT == 32, "the softmax pass takes a key a lane");
-  constexpr int ROW = ad_smem<HD>::ROW, CPR = HD / 8, HQ = HD / 4;
+  constexpr int ROW = ad_smem<HD>::ROW, CPR = HD / 8, HQ = HD / 4, PS = cu_part_stride(HD);
   constexpr int NO = (GM * HQ + AD_THREADS - 1) / AD_THREADS;  // output quads a thread
   extern __shared__ uint4 ad_raw[];
   __half *kv = (__half *)ad_raw;  // [stage][K, V][KT][ROW]
@@ -43,8 +53,14 @@ __global__ void __launch_bounds__(AD_THREADS)
   float *sq = (float *)((char *)ad_raw + ad_smem<HD>::KV);  // [G][HD]
   float *ss = sq + G * HD;                                  // [G][KT]
   float *sm = ss + G * AD_KT, *sl = sm + G, *sc = sl + G;    // [G] each
+  float *kn = sc + G, *vn = kn + HD;                        // the new key's K and V (raw)
   pdl_launch_next();
-  pdl_wait();
+  // The K/V rows of earlier positions, the block tables and positions were
+  // written before this forward call; only the new token's row and q come
+  // from the kernels just before. With raw K/V (one new token a sequence,
+  // its row finished here) the first tiles are fetched before waiting for
+  // them; otherwise everything waits.
+  if (!raw.k) pdl_wait();
   const int kvh = blockIdx.x, t = blockIdx.y, sp = blockIdx.z, tid = threadIdx.x;
   const int lane = tid & 31, warp = tid >> 5, nkv = a.n_kv_heads, bs = a.block_size;
   const int p = m.pos[t];
@@ -53,6 +69,7 @@ __global__ void __launch_bounds__(AD_THREADS)
   int per = (p + 1 - lo + splits - 1) / splits;
   const int k0 = lo + sp * per, k1 = min(p + 1, k0 + per);
   const int ntiles = k1 > k0 ? (k1 - k0 + AD_KT - 1) / AD_KT : 0;
+  const bool own = raw.k && k0 <= p && p < k1;  // this block finishes the new key
 
   // Tile i's K and V rows into stage i % AD_STAGES (zeros past k1).
   auto load = [&](int i) {
@@ -60,7 +77,7 @@ __global__ void __launch_bounds__(AD_THREADS)
     int kb = k0 + i * AD_KT;
     for (int c = tid; c < AD_KT * CPR; c += AD_THREADS) {
       int r = c / CPR, e = (c % CPR) * 8, j = kb + r;
-      bool ok = j < k1;
+      bool ok = j < k1 && !(own && j == p);
       size_t off = ok ? ((size_t)bt[j / bs] * bs + j % bs) * nkv * HD + (size_t)kvh * HD + e : 0;
       cp16(smem_addr(ks + r * ROW + e), kc + off, ok);
       cp16(smem_addr(vs + r * ROW + e), vc + off, ok);
@@ -71,8 +88,33 @@ __global__ void __launch_bounds__(AD_THREADS)
     if (i < ntiles) load(i);
     cp_commit();
   }
+  if (raw.k) pdl_wait();
   const float *qg = q + ((size_t)t * a.n_heads + (size_t)kvh * G) * HD;
-  for (int i = tid; i < G * HD; i += AD_THREADS) sq[i] = qg[i] * a.scale;
+  if (raw.k) {
+    for (int g = warp; g < G; g += AD_THREADS / 32) {
+      float *x = sq + g * HD;
+      for (int i = lane; i < HD; i += 32) x[i] = qg[g * HD + i];
+      int h = kvh * G + g;
+      head_post(x, a, a.bq ? a.bq + h * HD : NULL, a.q_norm, p, lane);
+      for (int i = lane; i < HD; i += 32) x[i] *= a.scale;
+    }
+    if (own && warp == 0) {
+      const float *kr = raw.k + ((size_t)t * nkv + kvh) * HD;
+      for (int i = lane; i < HD; i += 32) kn[i] = kr[i];
+      head_post(kn, a, a.bk ? a.bk + kvh * HD : NULL, a.k_norm, p, lane);
+    } else if (own && warp == 1) {
+      const float *vr = raw.v + ((size_t)t * nkv + kvh) * HD;
+      for (int i = lane; i < HD; i += 32) vn[i] = vr[i] + (a.bv ? a.bv[kvh * HD + i] : 0.0f);
+    }
+    __syncthreads();
+    if (own) {
+      size_t off = ((size_t)m.slot[t] * nkv + kvh) * HD;
+      for (int i = tid; i < HD; i += AD_THREADS)
+        raw.kc[off + i] = __float2half_rn(kn[i]), raw.vc[off + i] = __float2half_rn(vn[i]);
+    }
+  } else {
+    for (int i = tid; i < G * HD; i += AD_THREADS) sq[i] = qg[i] * a.scale;
+  }
   for (int g = tid; g < G; g += AD_THREADS) sm[g] = -INFINITY, sl[g] = 0.0f;
   float4 acc[NO];
 #pragma unroll
@@ -83,8 +125,16 @@ __global__ void __launch_bounds__(AD_THREADS)
     cp_commit();
     cp_wait<AD_STAGES - 1>();
     __syncthreads();
-    const __half *ks = kv + (size_t)(it % AD_STAGES) * 2 * AD_KT * ROW, *vs = ks + AD_KT * ROW;
+    __half *ks = kv + (size_t)(it % AD_STAGES) * 2 * AD_KT * ROW, *vs = ks + AD_KT * ROW;
     const int nk = min(AD_KT, k1 - (k0 + it * AD_KT));
+    if (own && p - (k0 + it * AD_KT) < AD_KT) {  // the new key's row, finished above
+      int r = p - (k0 + it * AD_KT);
+      for (int i = tid; i < HD; i += AD_THREADS) {
+        ks[r * ROW + i] = __float2half_rn(kn[i]);
+        vs[r * ROW + i] = __float2half_rn(vn[i]);
+      }
+      __syncthreads();
+    }
     for (int s = tid; s < G * AD_KT; s += AD_THREADS) {
       int g = s / AD_KT, k = s % AD_KT;
       float d = -INFINITY;
@@ -155,18 +205,59 @@ __global__ void __launch_bounds__(AD_THREADS)
       *(float4 *)(out + ((size_t)t * a.n_heads + h) * HD + 4 * d4) =
           make_float4(acc[i].x * inv, acc[i].y * inv, acc[i].z * inv, acc[i].w * inv);
     } else {
-      float *pp = part + (((size_t)t * a.n_heads + h) * splits + sp) * (HD + 2);
-      pp[2 + 4 * d4] = acc[i].x, pp[3 + 4 * d4] = acc[i].y;
-      pp[4 + 4 * d4] = acc[i].z, pp[5 + 4 * d4] = acc[i].w;
-      if (d4 == 0) pp[0] = sm[g], pp[1] = L;
+      float *pp = part + (((size_t)t * a.n_heads + h) * splits + sp) * PS;
+      *(float4 *)(pp + 4 * d4) = acc[i];
+      if (d4 == 0) pp[HD] = sm[g], pp[HD + 1] = L;
     }
+  }
+  if (splits == 1 || !cnt) return;
+  // The last block of this (token, kv head) merges the splits.
+  __shared__ unsigned last;
+  __threadfence();
+  __syncthreads();
+  if (tid == 0) last = atomicAdd(cnt + (size_t)t * nkv + kvh, 1u) == (unsigned)splits - 1;
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  if (tid == 0) cnt[(size_t)t * nkv + kvh] = 0;
+  float *sw = (float *)ad_raw;  // [G][splits] weights of the splits (the stages are free)
+  const float *pb = part + ((size_t)t * a.n_heads + (size_t)kvh * G) * splits * PS;
+  for (int g = warp; g < G; g += AD_THREADS / 32) {
+    const float *ph = pb + (size_t)g * splits * PS + HD;
+    float mx = -INFINITY;
+    for (int s2 = lane; s2 < splits; s2 += 32) mx = fmaxf(mx, __ldcg(ph + (size_t)s2 * PS));
+    mx = warp_max(mx);
+    float l = 0.0f;
+    for (int s2 = lane; s2 < splits; s2 += 32) {
+      float2 ml = __ldcg((const float2 *)(ph + (size_t)s2 * PS));
+      float w = ml.y > 0.0f ? expf(ml.x - mx) : 0.0f;
+      sw[g * splits + s2] = w, l += ml.y * w;
+    }
+    l = warp_sum(l);
+    if (lane == 0) sl[g] = l;
+  }
+  __syncthreads();
+  for (int o = tid; o < G * HQ; o += AD_THREADS) {
+    int g = o / HQ, d4 = o % HQ;
+    const float *ph = pb + (size_t)g * splits * PS + 4 * d4;
+    const float *wg = sw + g * splits;
+    float4 r = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll 16
+    for (int s2 = 0; s2 < splits; s2++) {
+      float w = wg[s2];
+      float4 u = __ldcg((const float4 *)(ph + (size_t)s2 * PS));
+      r.x = fmaf(w, u.x, r.x), r.y = fmaf(w, u.y, r.y), r.z = fmaf(w, u.z, r.z), r.w = fmaf(w, u.w, r.w);
+    }
+    float L = sl[g], inv = L > 0.0f ? 1.0f / L : 0.0f;
+    *(float4 *)(out + ((size_t)t * a.n_heads + kvh * G + g) * HD + 4 * d4) =
+        make_float4(r.x * inv, r.y * inv, r.z * inv, r.w * inv);
   }
 }
 
 template <int HD, int GM>
 static int ad_launch(cu_ctx *c, const cu_attn_shape *a, const cu_meta *m, int n, const float *q,
                      const __half *kc, const __half *vc, float *out, int splits, float *part,
-                     wk_error *err) {
+                     const cu_raw_kv &raw, wk_error *err) {
   auto kern = k_attn_decode<HD, GM>;
   size_t smem = ad_smem<HD>::bytes(a->n_heads / a->n_kv_heads);
   static unsigned opted;  // devices (bits) where the kernel may take ad_smem<HD>::bytes(GM)
@@ -179,8 +270,9 @@ static int ad_launch(cu_ctx *c, const cu_attn_shape *a, const cu_meta *m, int n,
       if (dev < 32) opted |= 1u << dev;
     }
   }
+  unsigned *cnt = cu_attn_decode_merges(c, a, n) ? c->attn_cnt : NULL;
   CK(cu_launch(c->pdl, c->st, dim3(a->n_kv_heads, n, splits), dim3(AD_THREADS), smem, kern, *a,
-               *m, q, kc, vc, out, splits, part));
+               *m, q, kc, vc, out, splits, part, cnt, raw));
   CK_LAUNCH();
   return WICK_OK;
 }
@@ -191,18 +283,24 @@ bool cu_attn_decode_ok(const cu_attn_shape *a) {
          a->n_heads / a->n_kv_heads <= 16;
 }
 
+bool cu_attn_decode_merges(const cu_ctx *c, const cu_attn_shape *a, int n) {
+  return c->attn_cnt && (size_t)n * a->n_kv_heads <= c->attn_cnt_n;
+}
+
 int cu_attn_decode(cu_ctx *c, const cu_attn_shape *a, const cu_meta *m, int n, const float *q,
                    const __half *kc, const __half *vc, float *out, int splits, float *part,
-                   wk_error *err) {
+                   const cu_raw_kv *raw, wk_error *err) {
+  cu_raw_kv none = {NULL, NULL, NULL, NULL};
+  const cu_raw_kv &r = raw ? *raw : none;
   if (!cu_attn_decode_ok(a))
     return cu_fail(err, WICK_ERR_UNSUPPORTED, "cuda: decode attention for head_dim %d, %d/%d heads",
                    a->head_dim, a->n_heads, a->n_kv_heads);
   int g = a->n_heads / a->n_kv_heads;
 #define AD_CASE(HD)                                                                     \
   if (a->head_dim == HD) {                                                              \
-    if (g <= 4) return ad_launch<HD, 4>(c, a, m, n, q, kc, vc, out, splits, part, err); \
-    if (g <= 8) return ad_launch<HD, 8>(c, a, m, n, q, kc, vc, out, splits, part, err); \
-    return ad_launch<HD, 16>(c, a, m, n, q, kc, vc, out, splits, part, err);            \
+    if (g <= 4) return ad_launch<HD, 4>(c, a, m, n, q, kc, vc, out, splits, part, r, err); \
+    if (g <= 8) return ad_launch<HD, 8>(c, a, m, n, q, kc, vc, out, splits, part, r, err); \
+    return ad_launch<HD, 16>(c, a, m, n, q, kc, vc, out, splits, part, r, err);            \
   }
   AD_CASE(64)
   AD_CASE(128)

@@ -225,6 +225,12 @@ static int cuda_prepare(wk_backend *b, const wk_model *m, const wk_backend_param
   if (p->device < 0 || p->device >= dev_count)
     return cu_fail(err, WICK_ERR_INVALID, "cuda: device %d requested, %d present", p->device, dev_count);
   CK(cudaSetDevice(p->device));
+  // The context reserves each thread's stack for every thread the GPU can
+  // hold (1 KB by default: ~280 MB on an H200). The backend's kernels use no
+  // stack; the driver grows the reservation for a kernel that needs more.
+  // WICK_CUDA_STACK=bytes overrides (comparison).
+  const char *se = getenv("WICK_CUDA_STACK");
+  CK(cudaDeviceSetLimit(cudaLimitStackSize, se ? (size_t)atol(se) : 256));
   CK(cudaStreamCreateWithFlags(&s->c.st, cudaStreamNonBlocking));
   CK(cublasCreate(&s->c.blas));
   CK(cublasSetStream(s->c.blas, s->c.st));
@@ -246,9 +252,13 @@ static int cuda_prepare(wk_backend *b, const wk_model *m, const wk_backend_param
   // launches even where the fused kernel applies (for comparison).
   const char *fg = getenv("WICK_CUDA_FUSE_GLU");
   s->c.mv_glu_off = fg && fg[0] == '0';
-  // WICK_CUDA_ATTN=warp: decode attention on the warp-per-key kernel (comparison).
+  // WICK_CUDA_ATTN=warp: decode attention on the warp-per-key kernel;
+  // =nomerge: the group kernel with a combine launch; =postapart: the Q/K/V
+  // epilogue as its own launch in decode too (comparison).
   const char *ae = getenv("WICK_CUDA_ATTN");
   s->c.attn_warp = ae && !strcmp(ae, "warp");
+  s->c.attn_merge_off = ae && !strcmp(ae, "nomerge");
+  s->c.attn_post_apart = ae && !strcmp(ae, "postapart");
   CK(cudaDeviceGetAttribute(&s->sms, cudaDevAttrMultiProcessorCount, p->device));
   s->layers = (cu_layer *)wk_calloc((size_t)m->n_layers, sizeof(cu_layer));
   if (!s->layers) return cu_fail(err, WICK_ERR_NOMEM, "cuda: out of host memory");
@@ -272,7 +282,7 @@ static int cuda_prepare(wk_backend *b, const wk_model *m, const wk_backend_param
   size_t f_off[12], nf = 0, tot = 0;
   size_t sizes[11] = {T * m->dim, T * wide, T * s->qdim, T * s->kvdim, T * s->kvdim, T * s->qdim,
                       T * m->ffn_dim, T * m->ffn_dim, L * m->dim, L * m->vocab,
-                      (size_t)ATT_PART_PAIRS * (m->head_dim + 2)};
+                      (size_t)ATT_PART_PAIRS * cu_part_stride(m->head_dim)};
   for (nf = 0; nf < 11; nf++) f_off[nf] = tot, tot += align256(sizes[nf] * sizeof(float));
   size_t xh_elems = max_sz(T, L) * max_sz(wide, m->ffn_dim);
   size_t xh_off = tot;
@@ -284,6 +294,8 @@ static int cuda_prepare(wk_backend *b, const wk_model *m, const wk_backend_param
     for (int i = 0; i < 7; i++) wmax = max_sz(wmax, (size_t)ws[i]->rows * ws[i]->cols);
   }
   wmax = max_sz(wmax, (size_t)m->dim * 8192);
+  // 128 MB: the 8B shape's largest matrices in one GEMM (at 32M elements cuBLAS
+  // took an sm80 kernel for the 2340-row pieces: prefill 24% slower, session 3)
   if (wmax > ((size_t)64 << 20)) wmax = (size_t)64 << 20;
   size_t wsc_elems = T > (size_t)s->c.mv_max_tokens || L > (size_t)s->c.mv_max_tokens ? wmax : 0;
   size_t wsc_off = tot;
@@ -292,8 +304,12 @@ static int cuda_prepare(wk_backend *b, const wk_model *m, const wk_backend_param
   s->meta_ints = 4 * T + L + (size_t)p->max_seqs + s->bt_cap;
   size_t meta_off = tot;
   tot += align256(s->meta_ints * sizeof(int32_t));
+  size_t cnt_n = s->c.attn_merge_off ? 0 : T * (size_t)m->n_kv_heads, cnt_off = tot;
+  tot += align256(cnt_n * sizeof(unsigned));
   s->ws_bytes = tot;
   CK(cudaMalloc((void **)&s->ws, s->ws_bytes));
+  s->c.attn_cnt = cnt_n ? (unsigned *)(s->ws + cnt_off) : NULL, s->c.attn_cnt_n = cnt_n;
+  if (cnt_n) CK(cudaMemset(s->c.attn_cnt, 0, cnt_n * sizeof(unsigned)));
   float **fp[11] = {&s->x, &s->hb, &s->q, &s->k, &s->v, &s->att, &s->g, &s->u, &s->lb, &s->logits, &s->part};
   for (size_t i = 0; i < 11; i++) *fp[i] = (float *)(s->ws + f_off[i]);
   s->c.xh = (__half *)(s->ws + xh_off), s->c.xh_elems = xh_elems;
@@ -379,8 +395,8 @@ static int run_layers(cu_state *s, int n, int nl, int splits, wk_error *err) {
       RUN(cu_rmsnorm(c, s->x, NULL, C->attn_norm, m->norm_eps, m->dim, n, s->hb, false, err));
       RUN(matmul_group(c, qkv, qkv_out, 3, s->hb, NULL, n, err));
     }
-    RUN(cu_qkv_post(c, &a, &s->meta, n, s->q, s->k, s->v, kc, vc, err));
-    RUN(cu_attention(c, &a, &s->meta, n, s->n_seqs, s->q, kc, vc, s->att, splits, s->part, err));
+    RUN(cu_attention(c, &a, &s->meta, n, s->n_seqs, s->q, s->k, s->v, kc, vc, s->att, splits,
+                     s->part, err));
     if (C->post_attn) {
       RUN(cu_matmul(c, &C->wo, s->att, n, s->hb, 0.0f, err));
       RUN(cu_rmsnorm(c, s->hb, NULL, C->post_attn, m->norm_eps, m->dim, n, s->x, true, err));

@@ -237,7 +237,12 @@ static int attn_run(dev_bufs &b, const cuda_test_attn *a, const cu_attn_shape *s
   int n = (a->n_seqs > 0 ? a->n_seqs : 1) * a->n_new;
   if (a->kernel == 1) return cu_flash_attention(&b.c, s, m, n, dq, dk, dv, dout, a->variant, err);
   b.c.attn_warp = a->kernel == 2;
-  return cu_attention_split(&b.c, s, m, n, dq, dk, dv, dout, a->splits, dpart, err);
+  if (a->kernel == 0 && !b.c.attn_cnt) {  // the group kernel's in-kernel merge
+    b.c.attn_cnt_n = (size_t)n * s->n_kv_heads;
+    TRY(b.alloc(&b.c.attn_cnt, b.c.attn_cnt_n * sizeof(unsigned), err));
+    CK(cudaMemset(b.c.attn_cnt, 0, b.c.attn_cnt_n * sizeof(unsigned)));
+  }
+  return cu_attention_split(&b.c, s, m, n, dq, dk, dv, dout, a->splits, dpart, NULL, err);
 }
 
 extern "C" int cuda_test_attention(const cuda_test_attn *a, const float *q, const float *k,
@@ -267,7 +272,7 @@ extern "C" int cuda_test_attention(const cuda_test_attn *a, const float *q, cons
   TRY(b.alloc(&dv, pool * 2, err));
   TRY(b.alloc(&dq, qn * 4, err));
   TRY(b.alloc(&dout, qn * 4, err));
-  TRY(b.alloc(&dpart, (size_t)n * a->n_heads * a->splits * (a->hd + 2) * 4, err));
+  TRY(b.alloc(&dpart, (size_t)n * a->n_heads * a->splits * cu_part_stride(a->hd) * 4, err));
   CK(cudaMemcpy(dk, hk.data(), pool * 2, cudaMemcpyHostToDevice));
   CK(cudaMemcpy(dv, hv.data(), pool * 2, cudaMemcpyHostToDevice));
   CK(cudaMemcpy(dq, q, qn * 4, cudaMemcpyHostToDevice));
@@ -508,7 +513,7 @@ extern "C" int cuda_bench_attention(const cuda_test_attn *a, int iters, double *
   TRY(b.alloc(&dv, pool * 2, err));
   TRY(b.alloc(&dq, qn * 4, err));
   TRY(b.alloc(&dout, qn * 4, err));
-  TRY(b.alloc(&dpart, (size_t)n * a->n_heads * a->splits * (a->hd + 2) * 4, err));
+  TRY(b.alloc(&dpart, (size_t)n * a->n_heads * a->splits * cu_part_stride(a->hd) * 4, err));
   k_fill_attn<<<cu_div_up(pool, 256), 256, 0, b.c.st>>>(dk, NULL, pool, 11);
   k_fill_attn<<<cu_div_up(pool, 256), 256, 0, b.c.st>>>(dv, NULL, pool, 12);
   k_fill_attn<<<cu_div_up(qn, 256), 256, 0, b.c.st>>>(NULL, dq, qn, 13);

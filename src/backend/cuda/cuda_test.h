@@ -52,8 +52,9 @@ int cuda_test_embed(int type, const void *w, int rows, int cols, const int32_t *
 // [i * n_ctx, (i + 1) * n_ctx) of n_kv x hd, f32; stored as f16) lie in the
 // cache blocks blocks[i * nb ..], nb = ceil(n_ctx / block_size), of a pool of
 // n_pool blocks. kernel 0: the split kernels (splits parts; the group
-// kernel of attn_decode.cu where it serves the shape); 1: the flash kernel
-// (variant -1 its default configuration); 2: the split warp-per-key kernel.
+// kernel of attn_decode.cu where it serves the shape, merging its splits
+// itself); 1: the flash kernel (variant -1 its default configuration); 2: the
+// split warp-per-key kernel; 3: the group kernel with the combine launch.
 typedef struct cuda_test_attn {
   int n_heads, n_kv, hd, n_ctx, n_new, window, block_size, n_pool, splits;
   float scale, softcap;

@@ -27,6 +27,10 @@ struct cu_ctx {
   int pdl;                // 1: the decode kernels (all but the GEMM path's and flash
                           // attention) use programmatic dependent launch
   int attn_warp;          // 1: decode attention on the warp-per-key kernel (comparison)
+  unsigned *attn_cnt;     // zeroed counters for the decode attention's in-kernel merge
+  size_t attn_cnt_n;      // (token, kv head) pairs they serve; NULL/0: a combine launch
+  int attn_merge_off;     // 1: no counters (set before they are allocated)
+  int attn_post_apart;    // 1: the Q/K/V epilogue always as its own launch (comparison)
 };
 // cu_ctx.mv_f32x: MV_INT8, x rounded to int8 per 32 values for the quantized
 // types (the streamed kernel for the types of mvs_cfg<T>::DEFAULT, else v5;
@@ -101,32 +105,77 @@ struct cu_attn_shape {
   float softcap;           // 0 = none
   int window;              // 0 = global
 };
+// One head's Q/K epilogue by one warp, in place on x (hd floats in shared
+// memory): + bias (NULL: none), RMSNorm with weight nw (NULL: none), RoPE of
+// the first rope_dim values at position pos (angles in double, as the CPU
+// backend). The warp's lanes must all call it.
+static __device__ __forceinline__ void head_post(float *x, const cu_attn_shape &a,
+                                                 const float *bias, const float *nw, int pos,
+                                                 int lane) {
+  const int hd = a.head_dim;
+  float ss = 0.0f;
+  for (int i = lane; i < hd; i += 32) {
+    float v = x[i] + (bias ? bias[i] : 0.0f);
+    x[i] = v, ss += v * v;
+  }
+  if (nw) {
+    float r = rsqrtf(warp_sum(ss) / (float)hd + a.eps);
+    for (int i = lane; i < hd; i += 32) x[i] = x[i] * r * nw[i];
+  }
+  __syncwarp();
+  const int half = a.rope_dim / 2;
+  for (int f = lane; f < half; f += 32) {
+    int pa = a.rope_neox ? f : 2 * f, pb = a.rope_neox ? f + half : 2 * f + 1;
+    double sn, cs;
+    sincos((double)pos * a.inv_freq[f], &sn, &cs);
+    float xa = x[pa], xb = x[pb];
+    x[pa] = xa * (float)cs - xb * (float)sn, x[pb] = xa * (float)sn + xb * (float)cs;
+  }
+  __syncwarp();
+}
 // Adds biases, normalizes Q and K per head, rotates them, keeps Q (f32, in
 // place) and writes K and V (f16) into the cache slots of the tokens.
 int cu_qkv_post(cu_ctx *c, const cu_attn_shape *a, const cu_meta *m, int n, float *q,
                 const float *k, const float *v, __half *kc, __half *vc, wk_error *err);
 // Causal attention of the n new tokens (of `seqs` sequences) over the paged
-// cache: the flash kernel when there are ATT_FLASH_MIN_TOKENS or more new
-// tokens a sequence (and it serves the head dim), else the split kernel.
+// cache, from the Q/K/V products before their epilogue (q is finished in
+// place, K and V go into the cache kc/vc): the flash kernel when there are
+// ATT_FLASH_MIN_TOKENS or more new tokens a sequence (and it serves the head
+// dim), else the split kernels; with one new token a sequence the decode
+// kernel does the epilogue itself (unless c->attn_post_apart), else
+// cu_qkv_post runs first.
 enum { ATT_FLASH_MIN_TOKENS = 16 };
-int cu_attention(cu_ctx *c, const cu_attn_shape *a, const cu_meta *m, int n, int seqs,
-                 const float *q, const __half *kc, const __half *vc, float *out, int splits,
+int cu_attention(cu_ctx *c, const cu_attn_shape *a, const cu_meta *m, int n, int seqs, float *q,
+                 const float *k, const float *v, __half *kc, __half *vc, float *out, int splits,
                  float *part, wk_error *err);
+// The new tokens' K and V before the epilogue, for the decode kernel to
+// finish and write into the cache (kc, vc) itself.
+struct cu_raw_kv {
+  const float *k, *v;  // [n][n_kv_heads][head_dim]
+  __half *kc, *vc;
+};
+// Floats of one split's partial result (16-byte multiples at head dims of 4k).
+static constexpr __host__ __device__ int cu_part_stride(int hd) { return hd + 4; }
 // The CUDA-core kernels, split over the keys into `splits` parts when
 // splits > 1 (part holds the partial results: n * n_heads * splits *
-// (head_dim + 2) floats): cu_attn_decode where it serves the shape (unless
+// cu_part_stride(head_dim) floats: the unnormalized sums, then the max and
+// the sum of the split's exponentials): cu_attn_decode where it serves the shape (unless
 // c->attn_warp), else one block per (query head, token, key split), a warp
 // per key.
+// raw: NULL, or (cu_attn_decode only) the epilogue is still to do.
 int cu_attention_split(cu_ctx *c, const cu_attn_shape *a, const cu_meta *m, int n, const float *q,
                        const __half *kc, const __half *vc, float *out, int splits, float *part,
-                       wk_error *err);
+                       const cu_raw_kv *raw, wk_error *err);
 // The decode kernel of cu_attention_split where cu_attn_decode_ok: one block
 // per (kv head, token, key split) for the whole query-head group, K/V tiles
 // through shared memory (attn_decode.cu); same outputs and `part` layout.
 bool cu_attn_decode_ok(const cu_attn_shape *a);
+// Whether cu_attn_decode merges its splits itself (c->attn_cnt serves n
+// tokens), so no combine launch is needed.
+bool cu_attn_decode_merges(const cu_ctx *c, const cu_attn_shape *a, int n);
 int cu_attn_decode(cu_ctx *c, const cu_attn_shape *a, const cu_meta *m, int n, const float *q,
                    const __half *kc, const __half *vc, float *out, int splits, float *part,
-                   wk_error *err);
+                   const cu_raw_kv *raw, wk_error *err);
 // The tensor-core flash kernel (head dims 64, 128, 256): query tiles of
 // (token, query head) rows of one kv head, K/V tiles in shared memory.
 // variant: -1 the default configuration, else one from the tuning list in

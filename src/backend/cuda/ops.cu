@@ -58,65 +58,50 @@ int cu_rmsnorm(cu_ctx *c, const float *x, const int32_t *rows, const float *w, f
   return WICK_OK;
 }
 
-// grid (n tokens, n_heads + 2 * n_kv_heads), block head_dim threads.
-__global__ void k_qkv_post(cu_attn_shape a, cu_meta m, float *__restrict__ q,
-                           const float *__restrict__ k, const float *__restrict__ v,
-                           __half *__restrict__ kc, __half *__restrict__ vc) {
-  __shared__ float scratch[32];
-  __shared__ float hv[1024];
+// grid (n tokens, heads / 4), 4 warps: warp w the (token, head) item
+// blockIdx.y * 4 + w over the n_heads query, n_kv_heads K and n_kv_heads V
+// heads (head_post in shared memory; V takes its bias only).
+enum { QP_WARPS = 4, QP_MAX_HD = 512 };
+
+__global__ void __launch_bounds__(QP_WARPS * 32)
+    k_qkv_post(cu_attn_shape a, cu_meta m, float *__restrict__ q, const float *__restrict__ k,
+               const float *__restrict__ v, __half *__restrict__ kc, __half *__restrict__ vc) {
+  __shared__ float hv[QP_WARPS][QP_MAX_HD];
   pdl_launch_next();
   pdl_wait();
-  int t = blockIdx.x, h = blockIdx.y, i = threadIdx.x, hd = a.head_dim;
-  int nq = a.n_heads, nkv = a.n_kv_heads;
+  int t = blockIdx.x, lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+  int h = blockIdx.y * QP_WARPS + w, hd = a.head_dim, nq = a.n_heads, nkv = a.n_kv_heads;
+  if (h >= nq + 2 * nkv) return;
   size_t slot = (size_t)m.slot[t];
+  float *x = hv[w];
   if (h >= nq + nkv) {  // V head: bias, then into the cache
     int hh = h - nq - nkv;
-    float val = v[((size_t)t * nkv + hh) * hd + i];
-    if (a.bv) val += a.bv[hh * hd + i];
-    vc[(slot * nkv + hh) * hd + i] = __float2half_rn(val);
+    const float *src = v + ((size_t)t * nkv + hh) * hd;
+    for (int i = lane; i < hd; i += 32)
+      vc[(slot * nkv + hh) * hd + i] = __float2half_rn(src[i] + (a.bv ? a.bv[hh * hd + i] : 0.0f));
     return;
   }
   bool isq = h < nq;
   int hh = isq ? h : h - nq;
   const float *src = isq ? q + ((size_t)t * nq + hh) * hd : k + ((size_t)t * nkv + hh) * hd;
-  float val = src[i];
+  for (int i = lane; i < hd; i += 32) x[i] = src[i];
   const float *bias = isq ? a.bq : a.bk;
-  if (bias) val += bias[hh * hd + i];
-  const float *nw = isq ? a.q_norm : a.k_norm;
-  if (nw) {
-    float ss = block_sum(val * val, scratch);
-    val = val * rsqrtf(ss / (float)hd + a.eps) * nw[i];
+  head_post(x, a, bias ? bias + hh * hd : NULL, isq ? a.q_norm : a.k_norm, m.pos[t], lane);
+  for (int i = lane; i < hd; i += 32) {
+    if (isq)
+      q[((size_t)t * nq + hh) * hd + i] = x[i];
+    else
+      kc[(slot * nkv + hh) * hd + i] = __float2half_rn(x[i]);
   }
-  hv[i] = val;
-  __syncthreads();
-  int half_rd = a.rope_dim / 2;
-  int pa = -1, pb = -1, fi = 0;
-  if (a.rope_neox) {
-    if (i < a.rope_dim) fi = i % half_rd, pa = fi, pb = fi + half_rd;
-  } else {
-    if (i < a.rope_dim) fi = i / 2, pa = 2 * fi, pb = 2 * fi + 1;
-  }
-  float outv = val;
-  if (pa >= 0) {
-    double ang = (double)m.pos[t] * a.inv_freq[fi];
-    double sn, cs;
-    sincos(ang, &sn, &cs);
-    float xa = hv[pa], xb = hv[pb];
-    outv = (i == pa) ? xa * (float)cs - xb * (float)sn : xa * (float)sn + xb * (float)cs;
-  }
-  if (isq)
-    q[((size_t)t * nq + hh) * hd + i] = outv;
-  else
-    kc[(slot * nkv + hh) * hd + i] = __float2half_rn(outv);
 }
 
 int cu_qkv_post(cu_ctx *c, const cu_attn_shape *a, const cu_meta *m, int n, float *q,
                 const float *k, const float *v, __half *kc, __half *vc, wk_error *err) {
-  if (a->head_dim % 32 || a->head_dim > 1024)
-    return cu_fail(err, WICK_ERR_UNSUPPORTED, "cuda: head_dim %d (expected a multiple of 32, <= 1024)",
-                   a->head_dim);
-  dim3 grid(n, a->n_heads + 2 * a->n_kv_heads);
-  CK(cu_launch(c->pdl, c->st, grid, dim3(a->head_dim), 0, k_qkv_post, *a, *m, q, k, v, kc, vc));
+  if (a->head_dim % 32 || a->head_dim > QP_MAX_HD)
+    return cu_fail(err, WICK_ERR_UNSUPPORTED, "cuda: head_dim %d (expected a multiple of 32, <= %d)",
+                   a->head_dim, (int)QP_MAX_HD);
+  dim3 grid(n, cu_div_up(a->n_heads + 2 * a->n_kv_heads, QP_WARPS));
+  CK(cu_launch(c->pdl, c->st, grid, dim3(QP_WARPS * 32), 0, k_qkv_post, *a, *m, q, k, v, kc, vc));
   CK_LAUNCH();
   return WICK_OK;
 }
