@@ -10,10 +10,13 @@
 //    |diff| <= 1e-5 * sum|w x|;
 //  - vec_dot vs wk_dot_row on the original f32 activations: within the
 //    rounding bound sum_i |w_i| * d(i) / 2 (+ 1e-5 * sum|w x|);
-//  - gemm vs a vec_dot loop: bit-identical, on 9 rows x 7 tokens (edge tiles)
-//    and 5 x 37 (more than one token chunk), padding of y untouched;
+//  - gemm vs a vec_dot loop: bit-identical, on 9 rows x 7 tokens (edge tiles),
+//    5 x 37 (more than one token chunk) and every row count in 1..17 with
+//    every token count in 1..11 (each tile shape, decode streams and tails),
+//    padding of y untouched;
 //  - extreme blocks (largest code times largest scale against activations
-//    at full range) where int32 sums come closest to overflowing;
+//    at full range) where int32 sums come closest to overflowing, through
+//    vec_dot and the multi-token gemm;
 //  - the AVX2 f32 decoder (wk_act16_dequant_row) equal to wk_dequantize_row
 //    value for value;
 //  - the f32 FMA tiles (wk_fma_rows) against double dot products, and every
@@ -53,21 +56,42 @@ static const int k_types[] = {WK_Q4_0, WK_Q4_1, WK_Q5_0, WK_Q5_1, WK_Q8_0,   WK_
                               WK_Q2_K, WK_Q3_K, WK_Q4_K, WK_Q5_K, WK_Q6_K,   WK_IQ4_XS};
 static const int64_t k_sizes[] = {32, 256, 576, 640, 1536, 2048, 4096};
 
-// The test's own reading of the formats: x ~= d * v; hs[i] = d / 2.
+// The test's own reading of the formats: the row's blocks, then per block
+// its lo bytes in value order and its hi bytes; v = lo + 255 hi, lo in
+// [-127, 127]; x ~= d * v; hs[i] = d / 2.
+static void act_values(const int8_t *q, int blk, int *v) {
+  for (int i = 0; i < blk; i++) {
+    const int lo = q[i], hi = q[blk + i];
+    CHECK(lo >= -127 && lo <= 127 && hi >= -64 && hi <= 64);
+    v[i] = lo + 255 * hi;
+  }
+}
+
 static void act_dequant(int act, const void *xq, float *x, float *hs, int64_t n) {
   const int blk = act == WK_ACT_A16 ? 32 : 256;
   for (int64_t b = 0; b < n / blk; b++) {
     float d;
-    const int16_t *v;
+    int v[256];
     if (act == WK_ACT_A16) {
       const wk_act16 *a = (const wk_act16 *)xq + b;
-      d = a->d, v = a->v;
-      int s = 0;
-      for (int i = 0; i < 32; i++) s += v[i];
+      d = a->d;
+      act_values((const int8_t *)((const wk_act16 *)xq + n / 32) + 64 * b, 32, v);
+      int s = 0, same = 1;
+      for (int i = 0; i < 32; i++) s += v[i], same &= a->v[i] == v[i];
+      CHECK(same);  // the int16 copy
+      CHECK(a->sum == s);
       CHECK(a->s == d * (float)s);
     } else {
       const wk_act16k *a = (const wk_act16k *)xq + b;
-      d = a->d, v = a->v;
+      d = a->d;
+      act_values((const int8_t *)((const wk_act16k *)xq + n / 256) + 512 * b, 256, v);
+      // the int16 copy: per 32 values, values 0 1 4 5 8 9 .. 28 29, then 2 3 6 7 .. 30 31
+      int same = 1, pos = 0;
+      for (int c = 0; c < 8; c++)
+        for (int odd = 0; odd < 2; odd++)
+          for (int i = 0; i < 32; i++)
+            if (((i >> 1) & 1) == odd) same &= a->v[pos++] == v[32 * c + i];
+      CHECK(same);
       for (int j = 0; j < 16; j++) {
         int s = 0;
         for (int i = 0; i < 16; i++) s += v[16 * j + i];
@@ -234,10 +258,55 @@ static void check_many_tokens(const wk_kernel *kr, uint64_t *seed) {
   free(w), free(xq), free(x), free(y);
 }
 
+// gemm on rows 1..17 x tokens 1..11 against vec_dot, bit for bit.
+static void check_shapes(const wk_kernel *kr, uint64_t *seed) {
+  enum { MAXR = 17, MAXT = 11 };
+  const int64_t n = 512;
+  const size_t rb = wk_row_size(kr->type, n), xb = wk_act16_row_size(kr->act, n);
+  uint8_t *w = malloc(rb * MAXR), *xq = malloc(xb * MAXT);
+  float *x = malloc(sizeof(float) * n), *y = malloc(sizeof(float) * (MAXR + 1) * MAXT);
+  float dots[MAXT][MAXR];
+  for (int r = 0; r < MAXR; r++) {
+    fill_random(seed, x, n, 0);
+    CHECK(wk_quantize_row(kr->type, x, w + r * rb, n) == WICK_OK);
+  }
+  for (int t = 0; t < MAXT; t++) {
+    fill_random(seed, x, n, 1);
+    kr->quantize_act(x, xq + t * xb, n);
+    for (int r = 0; r < MAXR; r++) dots[t][r] = kr->vec_dot(n, w + r * rb, xq + t * xb);
+  }
+  int same = 1, pad_ok = 1;
+  for (int rows = 1; rows <= MAXR; rows++)
+    for (int tokens = 1; tokens <= MAXT; tokens++) {
+      const size_t ys = rows + 1;
+      for (size_t i = 0; i < ys * tokens; i++) y[i] = NAN;
+      kr->gemm(w, rb, n, rows, xq, xb, tokens, y, ys);
+      for (int t = 0; t < tokens; t++) {
+        for (int r = 0; r < rows; r++) same &= memcmp(&y[t * ys + r], &dots[t][r], 4) == 0;
+        pad_ok &= isnan(y[t * ys + rows]);
+      }
+    }
+  if (!same)
+    fprintf(stderr, "%s %s: gemm differs from vec_dot on some rows x tokens\n",
+            wk_type_get(kr->type)->name, wk_kernel_level_name(kr->level));
+  CHECK(same);
+  CHECK(pad_ok);
+  free(w), free(xq), free(x), free(y);
+}
+
 // Blocks whose every weight is the format's largest |code * scale|, against
 // activations of one sign at full range: the kernels' int32 sums peak here.
-static int extreme_block(int type, uint8_t *b) {
+// Variant 1: Q6_K's largest unsigned code (63, value 31) times scale -128,
+// where the kernels' sums of bare codes peak.
+static int extreme_block(int type, int variant, uint8_t *b) {
   const uint16_t one = wk_f32_to_f16(1.0f);
+  if (variant == 1) {
+    if (type != WK_Q6_K) return 0;
+    memset(b, 0xff, 192);  // ql, qh: code 63
+    memset(b + 192, 0x80, 16);
+    memcpy(b + 208, &one, 2);
+    return 1;
+  }
   switch (type) {
     case WK_Q8_0:  // d, 32 x -128
       memset(b, 0x80, 34);
@@ -262,24 +331,29 @@ static int extreme_block(int type, uint8_t *b) {
   }
 }
 
-static void check_extreme(const wk_kernel *kr) {
+static void check_extreme(const wk_kernel *kr, int variant) {
   uint8_t w[256 * 8];
   const int64_t n = kr->act == WK_ACT_A16 ? 256 : 2048;
   const size_t bb = (size_t)wk_type_get(kr->type)->bytes, nb = n / wk_type_get(kr->type)->block;
   for (size_t b = 0; b < nb; b++)
-    if (!extreme_block(kr->type, w + b * bb)) return;
-  float x[2048], wd[2048];
-  unsigned char xq[8192];
+    if (!extreme_block(kr->type, variant, w + b * bb)) return;
+  enum { T = 4 };  // tokens of the gemm check (the multi-token tiles)
+  float x[2048], wd[2048], y[T];
+  static unsigned char xq[T * 16384];
+  const size_t xb = wk_act16_row_size(kr->act, n);
   CHECK(wk_dequantize_row(kr->type, w, wd, n) == WICK_OK);
+  CHECK(xb <= 16384);
   for (int sign = -1; sign <= 1; sign += 2) {
     for (int64_t i = 0; i < n; i++) x[i] = wd[i] > 0 ? (float)sign : (float)-sign;
-    kr->quantize_act(x, xq, n);
+    for (int t = 0; t < T; t++) kr->quantize_act(x, xq + t * xb, n);
     const double ref = wk_dot_row(kr->type, w, x, n);
     const float got = kr->vec_dot(n, w, xq);
     if (!(fabs(got - ref) <= 1e-5 * fabs(ref)))
       fprintf(stderr, "%s %s extreme: %.9g vs %.9g\n", wk_type_get(kr->type)->name,
               wk_kernel_level_name(kr->level), got, ref);
     CHECK(fabs(got - ref) <= 1e-5 * fabs(ref));
+    kr->gemm(w, 0, n, 1, xq, xb, T, y, 1);
+    for (int t = 0; t < T; t++) CHECK(memcmp(&y[t], &got, 4) == 0);
   }
 }
 
@@ -300,7 +374,9 @@ int main(void) {
       for (size_t si = 0; si < sizeof k_sizes / sizeof k_sizes[0]; si++)
         if (k_sizes[si] % kr.k_multiple == 0) check_size(&kr, &ks, k_sizes[si], &seed, &st);
       check_many_tokens(&kr, &seed);
-      check_extreme(&kr);
+      check_shapes(&kr, &seed);
+      check_extreme(&kr, 0);
+      check_extreme(&kr, 1);
       printf("%-7s %-6s worst err / tol: weights %.3f, activations %.3f\n",
              wk_type_get(type)->name, wk_kernel_level_name(kr.level), st.worst_w, st.worst_a);
     }
@@ -310,7 +386,7 @@ int main(void) {
   CHECK(wk_act16_pick(WK_F32, WK_LEVEL_AUTO, &k) == WICK_ERR_UNSUPPORTED);
   CHECK(wk_act16_pick(WK_Q8_K, WK_LEVEL_AUTO, &k) == WICK_ERR_UNSUPPORTED);
   CHECK(wk_act16_row_size(WK_ACT_A16, 48) == 0);
-  CHECK(wk_act16_row_size(WK_ACT_A16K, 512) == 2 * sizeof(wk_act16k));
+  CHECK(wk_act16_row_size(WK_ACT_A16K, 512) == 2 * (sizeof(wk_act16k) + 512));
   CHECK(wk_act16_row_size(WK_ACT_Q8, 512) == 0);
   if (g_failures) {
     fprintf(stderr, "%d checks failed\n", g_failures);

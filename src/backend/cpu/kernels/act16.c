@@ -14,34 +14,44 @@
 
 // ---- activation converters ------------------------------------------------
 
-// Scale max|x| / QMAX, round to nearest even; returns d, writes v[0..n).
-static float quantize_block(const float *x, int16_t *v, int n) {
+// Scale max|x| / QMAX, round to nearest even; returns d, writes the lo bytes
+// of n values (n 32 or 256) to q[0..n), their hi bytes to q[n..2n), the
+// values to v16 (in order for n = 32, in wk_act16k_pos order for 256), and
+// the sum of each 16 to gs[n / 16].
+static float quantize_block(const float *x, int8_t *q, int16_t *v16, int n, int *gs) {
   float amax = 0;
   for (int i = 0; i < n; i++) amax = fmaxf(amax, fabsf(x[i]));
   float d = amax / (float)WK_ACT16_QMAX, id = d > 0 ? 1.0f / d : 0.0f;
-  for (int i = 0; i < n; i++) v[i] = (int16_t)lrintf(x[i] * id);
+  for (int g = 0; g < n / 16; g++) {
+    gs[g] = 0;
+    for (int i = 0; i < 16; i++) {
+      const int v = (int)lrintf(x[16 * g + i] * id);
+      wk_act16_split(v, &q[16 * g + i], &q[n + 16 * g + i]);
+      v16[n == 32 ? 16 * g + i : wk_act16k_pos(16 * g + i)] = (int16_t)v;
+      gs[g] += v;
+    }
+  }
   return d;
-}
-
-static int sum16(const int16_t *v, int n) {
-  int s = 0;
-  for (int i = 0; i < n; i++) s += v[i];
-  return s;
 }
 
 void wk_act16_quantize(const float *x, void *xq, int64_t n) {
   wk_act16 *a = xq;
   for (int64_t b = 0; b < n / 32; b++, x += 32) {
-    a[b].d = quantize_block(x, a[b].v, 32);
-    a[b].s = a[b].d * (float)sum16(a[b].v, 32);
+    int gs[2];
+    int8_t *q = (int8_t *)xq + wk_act16_bytes(WK_ACT_A16, n / 32, b);
+    a[b].d = quantize_block(x, q, a[b].v, 32, gs);
+    a[b].sum = gs[0] + gs[1];
+    a[b].s = a[b].d * (float)a[b].sum;
   }
 }
 
 void wk_act16k_quantize(const float *x, void *xq, int64_t n) {
   wk_act16k *a = xq;
   for (int64_t b = 0; b < n / 256; b++, x += 256) {
-    a[b].d = quantize_block(x, a[b].v, 256);
-    for (int j = 0; j < 16; j++) a[b].s[j] = a[b].d * (float)sum16(a[b].v + 16 * j, 16);
+    int gs[16];
+    int8_t *q = (int8_t *)xq + wk_act16_bytes(WK_ACT_A16K, n / 256, b);
+    a[b].d = quantize_block(x, q, a[b].v, 256, gs);
+    for (int j = 0; j < 16; j++) a[b].s[j] = a[b].d * (float)gs[j];
   }
 }
 
@@ -59,8 +69,9 @@ static int act_of(int type) {
 }
 
 size_t wk_act16_row_size(int act, int64_t n) {
-  if (act == WK_ACT_A16 && n >= 0 && n % 32 == 0) return (size_t)(n / 32) * sizeof(wk_act16);
-  if (act == WK_ACT_A16K && n >= 0 && n % 256 == 0) return (size_t)(n / 256) * sizeof(wk_act16k);
+  if (act == WK_ACT_A16 && n >= 0 && n % 32 == 0) return (size_t)(n / 32) * (sizeof(wk_act16) + 64);
+  if (act == WK_ACT_A16K && n >= 0 && n % 256 == 0)
+    return (size_t)(n / 256) * (sizeof(wk_act16k) + 512);
   return 0;
 }
 
@@ -98,12 +109,12 @@ int wk_act16_dequant_row(int type, const void *src, float *dst, int64_t n) {
 // ---- scalar kernels -------------------------------------------------------------
 
 // One weight block (blk values, 32 or 256) times one activation block.
-static double block_dot(int type, const uint8_t *w, int blk, const int16_t *v, float d) {
+static double block_dot(int type, const uint8_t *w, int blk, const int8_t *q, float d) {
   float wd[256];
   int rc = wk_dequantize_row(type, w, wd, blk);
   (void)rc;  // the table lists only types the reference decodes
   double s = 0;
-  for (int i = 0; i < blk; i++) s += (double)wd[i] * v[i];
+  for (int i = 0; i < blk; i++) s += (double)wd[i] * wk_act16_value(q, blk, i);
   return s * d;
 }
 
@@ -114,11 +125,13 @@ static float scalar_dot(int type, int64_t n, const void *w_row, const void *xq) 
   if (act_of(type) == WK_ACT_A16) {
     const wk_act16 *a = xq;
     for (int64_t b = 0; b < n / 32; b++)
-      s += block_dot(type, w + b * info->bytes, 32, a[b].v, a[b].d);
+      s += block_dot(type, w + b * info->bytes, 32,
+                     (const int8_t *)xq + wk_act16_bytes(WK_ACT_A16, n / 32, b), a[b].d);
   } else {
     const wk_act16k *a = xq;
     for (int64_t b = 0; b < n / 256; b++)
-      s += block_dot(type, w + b * info->bytes, 256, a[b].v, a[b].d);
+      s += block_dot(type, w + b * info->bytes, 256,
+                     (const int8_t *)xq + wk_act16_bytes(WK_ACT_A16K, n / 256, b), a[b].d);
   }
   return (float)s;
 }

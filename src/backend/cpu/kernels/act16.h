@@ -6,24 +6,33 @@
 // default models (SmolLM2 Q4_1, Gemma 3 Q4_K_M; the error is spread over
 // every matrix, not one), which breaks the fast path's accuracy rule (greedy
 // steps leave the transformers reference only at near ties, perplexity
-// within 0.5%); 16-bit activations bring it down ~100x. Weight codes are
-// widened to int16 once per row block and multiplied with the activations by
-// pmaddwd (as many products per instruction as the 8-bit pmaddubsw +
-// pmaddwd pair); the widening costs extra instructions, so the CPU backend
-// uses these kernels for batches of a few tokens (decode, where reading the
+// within 0.5%); 16-bit activations bring it down ~100x. The CPU backend uses
+// these kernels for batches of a few tokens (decode, where reading the
 // weights dominates) and f32 FMA tiles for larger ones (backend/cpu/matmul.h).
 //
 // Formats (x[i] ~= d * v[i], v in [-16383, 16383], rounded to nearest even):
 //   WK_ACT_A16   32-value blocks, for Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL;
 //   WK_ACT_A16K  256-value blocks, for Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS.
-// Both carry d times the integer sums (of 32, or of each 16), which the
-// formats with a block minimum multiply. The ids continue kernels.h's
-// wk_act_fmt; wk_act16_pick fills the same wk_kernel struct, so callers use
-// these kernels exactly as the table's (see kernels.h "Usage").
+// A row also stores each v as two signed bytes, v = lo + 255 hi with lo in
+// [-127, 127] and hi in [-64, 64] (wk_act16_split): after its blocks, per
+// block its lo bytes in value order, then its hi bytes (wk_act16_bytes), so
+// that either part streams alone. Weight codes can then stay bytes:
+// pmaddubsw multiplies 32 codes with 32 lo bytes and again with 32 hi bytes,
+// and pmaddwd weights the two (no byte is -128, so signed codes can move their
+// sign onto the activations with psignb). The one-token super-block kernels
+// and Q5_0 / Q5_1 kernels do that (those codes take many instructions to
+// widen to int16); the others, and all kernels for several tokens, widen the
+// codes to int16 once per row and multiply them with v by pmaddwd, half the
+// multiplies per token.
+// Both formats carry d times the integer sums (of 32, or of each 16), which
+// the formats with a block minimum or a fixed offset multiply. The ids
+// continue kernels.h's wk_act_fmt; wk_act16_pick fills the same wk_kernel
+// struct, so callers use these kernels exactly as the table's (see kernels.h
+// "Usage").
 //
-// Integer range: with |v| <= 16383 every int32 lane stays exact. The tightest
-// case is a Q6_K super-block: 32 products per lane of |code * scale| <= 32 *
-// 128 and |v| <= 16383, at most 2,147,352,576 < 2^31.
+// Integer range: the AVX2 kernels keep every int16 and int32 lane exact (the
+// bounds are worked out next to each kernel); int32 lanes become f32 once per
+// block (32 values) or super-block (256).
 #ifndef WICK_BACKEND_CPU_KERNELS_ACT16_H
 #define WICK_BACKEND_CPU_KERNELS_ACT16_H
 
@@ -39,19 +48,47 @@ enum {
 
 #define WK_ACT16_QMAX 16383
 
+// Value i of a block of n activations' bytes (n lo bytes, n hi bytes).
+static inline int wk_act16_value(const int8_t *q, int n, int i) { return q[i] + 255 * q[n + i]; }
+
+// v -> (lo, hi), v = lo + 255 hi, lo in [-127, 127] (for |v| <= 16383:
+// hi in [-64, 64]).
+static inline void wk_act16_split(int v, int8_t *lo, int8_t *hi) {
+  const int h = (v + 127 + 255 * 128) / 255 - 128;  // floor((v + 127) / 255)
+  *hi = (int8_t)h;
+  *lo = (int8_t)(v - 255 * h);
+}
+
 // 32 activations: x[i] ~= d * v[i].
 typedef struct wk_act16 {
-  float d;         // max |x| / WK_ACT16_QMAX
-  float s;         // d * sum(v)
-  int16_t v[32];   // (32)
+  float d;        // max |x| / WK_ACT16_QMAX
+  float s;        // d * sum(v)
+  int32_t sum;    // sum(v)
+  int16_t v[32];  // (32)
 } wk_act16;
 
 // 256 activations: x[i] ~= d * v[i].
 typedef struct wk_act16k {
-  float d;         // max |x| / WK_ACT16_QMAX
-  float s[16];     // s[j] = d * sum of v[16 j .. 16 j + 15]
-  int16_t v[256];  // (256)
+  float d;          // max |x| / WK_ACT16_QMAX
+  float s[16];      // s[j] = d * sum of v[16 j .. 16 j + 15]
+  int16_t v[256];   // (8, 32) per 32 values, in wk_act16k_pos order
 } wk_act16k;
+
+// Byte offset, in a row of nb blocks of format act, of block b's 2 x 32
+// (WK_ACT_A16) or 2 x 256 (WK_ACT_A16K) lo and hi bytes.
+static inline size_t wk_act16_bytes(int act, int64_t nb, int64_t b) {
+  return act == WK_ACT_A16 ? (size_t)nb * sizeof(wk_act16) + 64 * (size_t)b
+                           : (size_t)nb * sizeof(wk_act16k) + 512 * (size_t)b;
+}
+
+// Where value i (0..255) of a wk_act16k sits in v: per 32 values, first
+// values 0 1 4 5 8 9 12 13 16 17 20 21 24 25 28 29, then the others (so that
+// pmaddwd on each half, added, sums 4 consecutive values a lane, as the
+// byte kernels' lanes do).
+static inline int wk_act16k_pos(int i) {
+  const int k = i & 31;
+  return (i & ~31) + 16 * ((k >> 1) & 1) + 8 * (k >> 4) + 2 * ((k >> 2) & 3) + (k & 1);
+}
 
 // Fills *out with the 16-bit-activation kernels of weight type `type` at
 // `level` (WK_LEVEL_AUTO: the best this CPU has; AVX-512 CPUs get the AVX2

@@ -2,26 +2,35 @@
 // Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS against WK_ACT_A16K), and their f32
 // decoders.
 //
-// A super-block is 8 chunks of 32 values; chunk j's codes become two vectors
-// of 16 int16 (values 32 j .. 32 j + 15 and the next 16), signed where the
-// format has a fixed offset (Q3_K: code - 4, Q6_K: code - 32, IQ4_XS: its
-// table) and multiplied by their sub-block's integer scale (pmullw; at most
-// 32 * 128 in magnitude), then by the activations (pmaddwd) into one int32
-// accumulator per (row, token). Per super-block:
-//   acc += float(isum) * (d_w * d_a)
-//   acc -= (dmin * min) * s_a per 16 values        (Q2_K, Q4_K, Q5_K).
+// A super-block is 8 chunks of 32 values. A chunk's codes become one byte
+// vector in value order: unsigned, the fixed offsets (Q3_K: 4, Q6_K: 32)
+// coming off in f32 with the block minimums, or |code| with the sign moved
+// onto the activations (IQ4_XS). One token: pmaddubsw against the chunk's 32
+// lo and 32 hi activation bytes, then pmaddwd by the sub-block scales (one
+// per 128-bit half: the 16-value groups' own, or the 32-value sub-block's in
+// both), into lo and hi int32 accumulators, combined as lo + 255 hi. Several
+// tokens: the codes times the scales as int16 once per row, then pmaddwd
+// with each token's v (laid out so that a lane sums the same 4 values), the
+// same integers. Per super-block:
+//   acc += float(lanes) * (d_w * d_a)
+//   acc -= m * s_a per 16 values     (m: dmin * min, or d * offset * scale).
+// Bounds: a pmaddubsw lane is at most 2 x 63 x 127 = 16002 (Q6_K; IQ4_XS:
+// 2 x 127 x 127 = 32258); code x scale fits int16 (63 x 128); a combined
+// lane sums 32 products of code x scale x v, at most 32 x 31 x 63 x 16383
+// (Q5_K) or 32 x 127 x 32 x 16383 (IQ4_XS), < 2^31; Q6_K's (63 x 128) is
+// made per 16 products.
 #include "backend/cpu/kernels/act16_x86.h"
 #include "backend/cpu/kernels/kernels_internal.h"
 #include "quant/types.h"
 
-
 // Per row and super-block: what the chunks and the final scaling need.
 typedef struct kprep {
-  __m256i sc_lo, sc_hi;  // int16 scales of values 0..127 (sc_lo) and 128..255
-                         // (sc_hi): 8 per vector, the same 8 in both halves
-                         // (32-value sub-blocks: sc_lo holds all 8, sc_hi unused)
+  __m256i sc;            // int16 scales: 16-value groups 0, 2, .., 14 in the
+                         // low half and 1, 3, .., 15 in the high half; or the
+                         // 8 sub-block scales in both halves
   float d;               // super-block scale
-  __m256 m0, m1;         // dmin * min of each 16 values (formats with mins)
+  __m256 m0, m1;         // per group, times its activation sum, comes off
+                         // (formats with mins or fixed offsets)
 } kprep;
 
 AT AI int kbytes(const int type) {
@@ -39,6 +48,9 @@ AT AI int khas_min(const int type) {
   return type == WK_Q2_K || type == WK_Q4_K || type == WK_Q5_K;
 }
 
+// Fixed offset of the codes (value = d * scale * (code - offset)).
+AT AI int koffset(const int type) { return type == WK_Q3_K ? 4 : type == WK_Q6_K ? 32 : 0; }
+
 // Formats whose scales cover 32 values (the others: 16).
 AT AI int kscale32(const int type) {
   return type == WK_Q4_K || type == WK_Q5_K || type == WK_IQ4_XS;
@@ -49,9 +61,17 @@ AT AI __m256i kbcast16(__m128i b, int is_signed) {
   return _mm256_broadcastsi128_si256(is_signed ? _mm_cvtepi8_epi16(b) : _mm_cvtepu8_epi16(b));
 }
 
-// 8 bytes (low half of b) -> 8 f32 times f.
-AT AI __m256 kmins(__m128i b, float f) {
-  return _mm256_mul_ps(_mm256_set1_ps(f), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(b)));
+// 16 group scales (bytes of b) -> int16, even groups in the low half, odd
+// groups in the high half; signed or not.
+AT AI __m256i kscales16(__m128i b, int is_signed) {
+  b = _mm_shuffle_epi8(b, _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15));
+  return is_signed ? _mm256_cvtepi8_epi16(b) : _mm256_cvtepu8_epi16(b);
+}
+
+// 8 bytes (low half of b) -> 8 f32 times f; signed or not.
+AT AI __m256 kmins(__m128i b, float f, int is_signed) {
+  const __m256i v = is_signed ? _mm256_cvtepi8_epi32(b) : _mm256_cvtepu8_epi32(b);
+  return _mm256_mul_ps(_mm256_set1_ps(f), _mm256_cvtepi32_ps(v));
 }
 
 // The 8 scales (bytes 0-7) and 8 mins (bytes 8-15) of a Q4_K / Q5_K block
@@ -110,18 +130,19 @@ AT AI void kprep_block(const int type, const uint8_t *b, kprep *p) {
       const __m128i sc = _mm_and_si128(x, _mm_set1_epi8(15));
       const __m128i m = _mm_and_si128(_mm_srli_epi16(x, 4), _mm_set1_epi8(15));
       const float dmin = a16_f16(b + 82);
-      p->sc_lo = kbcast16(sc, 0);
-      p->sc_hi = kbcast16(_mm_srli_si128(sc, 8), 0);
-      p->m0 = kmins(m, dmin);
-      p->m1 = kmins(_mm_srli_si128(m, 8), dmin);
+      p->sc = kscales16(sc, 0);
+      p->m0 = kmins(m, dmin, 0);
+      p->m1 = kmins(_mm_srli_si128(m, 8), dmin, 0);
       p->d = a16_f16(b + 80);
       break;
     }
-    case WK_Q3_K: {
-      const __m128i sc = kscales_q3(b + 96);
-      p->sc_lo = kbcast16(sc, 1);
-      p->sc_hi = kbcast16(_mm_srli_si128(sc, 8), 1);
-      p->d = a16_f16(b + 108);
+    case WK_Q3_K:
+    case WK_Q6_K: {
+      const __m128i sc = type == WK_Q3_K ? kscales_q3(b + 96) : a16_load128(b + 192);
+      p->d = a16_f16(b + (type == WK_Q3_K ? 108 : 208));
+      p->sc = kscales16(sc, 1);
+      p->m0 = kmins(sc, p->d * (float)koffset(type), 1);
+      p->m1 = kmins(_mm_srli_si128(sc, 8), p->d * (float)koffset(type), 1);
       break;
     }
     case WK_Q4_K:
@@ -131,21 +152,14 @@ AT AI void kprep_block(const int type, const uint8_t *b, kprep *p) {
           _mm_setr_epi8(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15);
       const __m128i m = _mm_shuffle_epi8(v, twice);  // m0 m0 m1 m1 .. (per 16 values)
       const float dmin = a16_f16(b + 2);
-      p->sc_lo = kbcast16(v, 0);
-      p->m0 = kmins(m, dmin);
-      p->m1 = kmins(_mm_srli_si128(m, 8), dmin);
+      p->sc = kbcast16(v, 0);
+      p->m0 = kmins(m, dmin, 0);
+      p->m1 = kmins(_mm_srli_si128(m, 8), dmin, 0);
       p->d = a16_f16(b);
       break;
     }
-    case WK_Q6_K: {
-      const __m128i sc = a16_load128(b + 192);
-      p->sc_lo = kbcast16(sc, 1);
-      p->sc_hi = kbcast16(_mm_srli_si128(sc, 8), 1);
-      p->d = a16_f16(b + 208);
-      break;
-    }
     default:  // WK_IQ4_XS
-      p->sc_lo = _mm256_broadcastsi128_si256(kscales_iq4xs(b));
+      p->sc = _mm256_broadcastsi128_si256(kscales_iq4xs(b));
       p->d = a16_f16(b);
       break;
   }
@@ -156,81 +170,107 @@ AT AI __m256i kpick(__m256i v, int i) {
   return _mm256_shuffle_epi8(v, _mm256_set1_epi16((short)(2 * i | (2 * i + 1) << 8)));
 }
 
-// Low nibbles (hi = 0) or high nibbles (hi = 1) of int16 lanes < 256.
+// Low nibbles (hi = 0) or high nibbles (hi = 1) of every byte.
 AT AI __m256i knib(__m256i x, int hi) {
-  return hi ? _mm256_srli_epi16(x, 4) : _mm256_and_si256(x, _mm256_set1_epi16(15));
+  const __m256i m4 = _mm256_set1_epi8(15);
+  return _mm256_and_si256(hi ? _mm256_srli_epi16(x, 4) : x, m4);
 }
 
-// Chunk j (values 32 j .. 32 j + 31) of super-block b: scaled int16 codes.
-AT AI void kchunk(const int type, const uint8_t *b, const kprep *p, int j, __m256i *c0,
-                  __m256i *c1) {
-  __m256i x0, x1;
+// Chunk j (values 32 j .. 32 j + 31) of a super-block: its codes in value
+// order; unsigned, or |code| with the signed codes in sg (IQ4_XS).
+typedef struct kcodes {
+  __m256i c, sg;
+} kcodes;
+
+AT AI void kchunk(const int type, const uint8_t *b, int j, kcodes *k) {
   switch (type) {
-    case WK_Q2_K: {  // 2 bits at 2 (j % 4) of qs[32 (j / 4) + l]
-      const uint8_t *q = b + 16 + 32 * (j >> 2);
-      x0 = a16_bits(a16_u8x16(q), 2 * (j & 3), 0, 2);
-      x1 = a16_bits(a16_u8x16(q + 16), 2 * (j & 3), 0, 2);
+    case WK_Q2_K:  // 2 bits at 2 (j % 4) of qs[32 (j / 4) + l]
+      k->c = a16_bits8(a16_load(b + 16 + 32 * (j >> 2)), 2 * (j & 3), 0, 2);
+      break;
+    case WK_Q3_K:  // as Q2_K, + 4 where bit j of hmask[l] is set
+      k->c = _mm256_or_si256(a16_bits8(a16_load(b + 32 + 32 * (j >> 2)), 2 * (j & 3), 0, 2),
+                             a16_bits8(a16_load(b), j, 2, 1));
+      break;
+    case WK_Q4_K:  // nibble (j % 2) of qs[32 (j / 2) + l]
+      k->c = knib(a16_load(b + 16 + 32 * (j >> 1)), j & 1);
+      break;
+    case WK_Q5_K:  // as Q4_K, + 16 where bit j of qh[l] is set
+      k->c = _mm256_or_si256(knib(a16_load(b + 48 + 32 * (j >> 1)), j & 1),
+                             a16_bits8(a16_load(b + 16), j, 4, 1));
+      break;
+    case WK_Q6_K: {  // half n = j / 4, q = j % 4: nibble (q / 2) of ql[64 n + 32 (q % 2) + l]
+                     // | 2 bits at 2 q of qh[32 n + l]
+      const int n = j >> 2, q = j & 3;
+      k->c = _mm256_or_si256(knib(a16_load(b + 64 * n + 32 * (q & 1)), q >> 1),
+                             a16_bits8(a16_load(b + 128 + 32 * n), 2 * q, 4, 2));
       break;
     }
-    case WK_Q3_K: {  // as Q2_K, + 4 where bit j of hmask[l] is set; value = code - 4
-      const uint8_t *q = b + 32 + 32 * (j >> 2);
-      const __m256i four = _mm256_set1_epi16(4);
-      x0 = _mm256_or_si256(a16_bits(a16_u8x16(q), 2 * (j & 3), 0, 2),
-                           a16_bits(a16_u8x16(b), j, 2, 1));
-      x1 = _mm256_or_si256(a16_bits(a16_u8x16(q + 16), 2 * (j & 3), 0, 2),
-                           a16_bits(a16_u8x16(b + 16), j, 2, 1));
-      x0 = _mm256_sub_epi16(x0, four);
-      x1 = _mm256_sub_epi16(x1, four);
+    default: {  // WK_IQ4_XS: table values of the low nibbles of qs[16 j + l], then the high
+      const __m256i lut = a16_bcast16(wk_kern_iq4nl_values);
+      const __m256i x = _mm256_srlv_epi32(a16_bcast16(b + 8 + 16 * j),
+                                          _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4));
+      k->sg = _mm256_shuffle_epi8(lut, _mm256_and_si256(x, _mm256_set1_epi8(15)));
+      k->c = _mm256_abs_epi8(k->sg);
       break;
     }
-    case WK_Q4_K: {  // nibble (j % 2) of qs[32 (j / 2) + l]
-      const uint8_t *q = b + 16 + 32 * (j >> 1);
-      x0 = knib(a16_u8x16(q), j & 1);
-      x1 = knib(a16_u8x16(q + 16), j & 1);
-      break;
-    }
-    case WK_Q5_K: {  // as Q4_K, + 16 where bit j of qh[l] is set
-      const uint8_t *q = b + 48 + 32 * (j >> 1);
-      x0 = _mm256_or_si256(knib(a16_u8x16(q), j & 1), a16_bits(a16_u8x16(b + 16), j, 4, 1));
-      x1 = _mm256_or_si256(knib(a16_u8x16(q + 16), j & 1), a16_bits(a16_u8x16(b + 32), j, 4, 1));
-      break;
-    }
-    case WK_Q6_K: {  // half n = j / 4, k = j % 4: nibble (k / 2) of ql[64 n + 32 (k % 2) + l]
-                     // | 2 bits at 2 k of qh[32 n + l], minus 32
-      const int n = j >> 2, k = j & 3;
-      const uint8_t *ql = b + 64 * n + 32 * (k & 1), *qh = b + 128 + 32 * n;
-      const __m256i off = _mm256_set1_epi16(32);
-      x0 = _mm256_or_si256(knib(a16_u8x16(ql), k >> 1), a16_bits(a16_u8x16(qh), 2 * k, 4, 2));
-      x1 = _mm256_or_si256(knib(a16_u8x16(ql + 16), k >> 1),
-                           a16_bits(a16_u8x16(qh + 16), 2 * k, 4, 2));
-      x0 = _mm256_sub_epi16(x0, off);
-      x1 = _mm256_sub_epi16(x1, off);
-      break;
-    }
-    default: {  // WK_IQ4_XS: table values of the low / high nibbles of qs[16 j + l]
-      const __m128i lut = _mm_loadu_si128((const __m128i *)wk_kern_iq4nl_values);
-      const __m128i m4 = _mm_set1_epi8(15);
-      __m128i q = a16_load128(b + 8 + 16 * j);
-      x0 = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(lut, _mm_and_si128(q, m4)));
-      x1 = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(lut, _mm_and_si128(_mm_srli_epi16(q, 4), m4)));
-      break;
-    }
-  }
-  if (kscale32(type)) {
-    const __m256i s = kpick(p->sc_lo, j);
-    *c0 = _mm256_mullo_epi16(x0, s);
-    *c1 = _mm256_mullo_epi16(x1, s);
-  } else {  // scales 2 j and 2 j + 1
-    const __m256i v = j < 4 ? p->sc_lo : p->sc_hi;
-    *c0 = _mm256_mullo_epi16(x0, kpick(v, (2 * j) & 7));
-    *c1 = _mm256_mullo_epi16(x1, kpick(v, (2 * j + 1) & 7));
   }
 }
 
+// Chunk j of one row times one token's lo and hi bytes of the chunk, scaled,
+// added to *lo and *hi.
+AT AI void kproducts(const int type, const kprep *p, const kcodes *k, int j, __m256i xlo,
+                     __m256i xhi, __m256i *lo, __m256i *hi) {
+  const __m256i s = kpick(p->sc, j);
+  if (type == WK_IQ4_XS) xlo = _mm256_sign_epi8(xlo, k->sg), xhi = _mm256_sign_epi8(xhi, k->sg);
+  *lo = _mm256_add_epi32(*lo, _mm256_madd_epi16(_mm256_maddubs_epi16(k->c, xlo), s));
+  *hi = _mm256_add_epi32(*hi, _mm256_madd_epi16(_mm256_maddubs_epi16(k->c, xhi), s));
+}
+
+// Chunk j's codes times their scales as int16, in the activations' v order
+// (wk_act16k_pos): values 0 1 4 5 8 9 12 13 (16 ..) in *c0, the others in *c1.
+AT AI void kcodes16(const int type, const kprep *p, const kcodes *k, int j, __m256i *c0,
+                    __m256i *c1) {
+  const __m256i s = kpick(p->sc, j);
+  const char z = (char)0x80;  // pshufb: 0
+  if (type == WK_IQ4_XS) {  // the byte in each high half, then sign-extended
+    const __m256i i0 = _mm256_setr_epi8(z, 0, z, 1, z, 4, z, 5, z, 8, z, 9, z, 12, z, 13, z, 0, z,
+                                        1, z, 4, z, 5, z, 8, z, 9, z, 12, z, 13);
+    const __m256i i1 = _mm256_setr_epi8(z, 2, z, 3, z, 6, z, 7, z, 10, z, 11, z, 14, z, 15, z, 2,
+                                        z, 3, z, 6, z, 7, z, 10, z, 11, z, 14, z, 15);
+    *c0 = _mm256_srai_epi16(_mm256_shuffle_epi8(k->sg, i0), 8);
+    *c1 = _mm256_srai_epi16(_mm256_shuffle_epi8(k->sg, i1), 8);
+  } else {
+    const __m256i i0 = _mm256_setr_epi8(0, z, 1, z, 4, z, 5, z, 8, z, 9, z, 12, z, 13, z, 0, z, 1,
+                                        z, 4, z, 5, z, 8, z, 9, z, 12, z, 13, z);
+    const __m256i i1 = _mm256_setr_epi8(2, z, 3, z, 6, z, 7, z, 10, z, 11, z, 14, z, 15, z, 2, z,
+                                        3, z, 6, z, 7, z, 10, z, 11, z, 14, z, 15, z);
+    *c0 = _mm256_shuffle_epi8(k->c, i0);
+    *c1 = _mm256_shuffle_epi8(k->c, i1);
+  }
+  *c0 = _mm256_mullo_epi16(*c0, s);
+  *c1 = _mm256_mullo_epi16(*c1, s);
+}
+
+// Q6_K's lanes are made exact per half super-block (chunks 0-3, 4-7): its
+// bare codes (up to 63) x scales (up to 128) over 8 chunks could pass 2^31.
+AT AI int ksplit(const int type) { return type == WK_Q6_K; }
+
+// lo + 255 hi (exact: the true lane value fits in int32; the adds may wrap).
+AT AI __m256i kcombine(__m256i lo, __m256i hi) {
+  return _mm256_add_epi32(lo, _mm256_sub_epi32(_mm256_slli_epi32(hi, 8), hi));
+}
+
+// R rows x N tokens. Per super-block each output gets exact int32 lanes, a
+// lane the scaled products of 4 consecutive values of each chunk (lanes 0-3:
+// its first 16 values, 4-7: the next 16), summed over the chunks (over each
+// half super-block for ksplit formats); one token by pmaddubsw on the lo and
+// hi bytes (then lo + 255 hi), several by pmaddwd of int16 codes x scales
+// with v, the same integers. Then, the same f32 operations either way:
+//   acc += float(lanes) * (d_w * d_a);  acc -= m * s_a per 16 values.
 AT AI void ktile(const int type, const int R, const int N, const uint8_t *w, size_t ws,
                  int64_t nb, const uint8_t *xq, size_t xs, float *y, size_t ys,
                  size_t yr) {
-  const int bytes = kbytes(type);
+  const int bytes = kbytes(type), with_m = type != WK_IQ4_XS;
   __m256 acc[A16_MAXR][A16_MAXN];
   A16_UNROLL for (int r = 0; r < R; r++) A16_UNROLL for (int t = 0; t < N; t++)
       acc[r][t] = _mm256_setzero_ps();
@@ -240,26 +280,44 @@ AT AI void ktile(const int type, const int R, const int N, const uint8_t *w, siz
     A16_UNROLL for (int r = 0; r < R; r++)
         kprep_block(type, w + (size_t)r * ws + (size_t)b * (size_t)bytes, &p[r]);
     A16_UNROLL for (int t = 0; t < N; t++) a[t] = (const wk_act16k *)(xq + (size_t)t * xs) + b;
-    __m256i is[A16_MAXR][A16_MAXN];
+    // lo, hi: one token's byte sums; lo alone: several tokens' int16 sums
+    __m256i lo[A16_MAXR][A16_MAXN], hi[A16_MAXR][A16_MAXN], half[A16_MAXR][A16_MAXN];
     A16_UNROLL for (int r = 0; r < R; r++) A16_UNROLL for (int t = 0; t < N; t++)
-        is[r][t] = _mm256_setzero_si256();
+        lo[r][t] = hi[r][t] = half[r][t] = _mm256_setzero_si256();
     A16_UNROLL for (int j = 0; j < 8; j++) {
       A16_UNROLL for (int r = 0; r < R; r++) {
+        kcodes k;
+        kchunk(type, w + (size_t)r * ws + (size_t)b * (size_t)bytes, j, &k);
+        if (N == 1) {
+          const int8_t *q = (const int8_t *)xq + wk_act16_bytes(WK_ACT_A16K, nb, b) + 32 * j;
+          kproducts(type, &p[r], &k, j, a16_load(q), a16_load(q + 256), &lo[r][0], &hi[r][0]);
+          A16_KEEP(lo[r][0]);
+          A16_KEEP(hi[r][0]);
+          continue;
+        }
         __m256i c0, c1;
-        kchunk(type, w + (size_t)r * ws + (size_t)b * (size_t)bytes, &p[r], j, &c0, &c1);
+        kcodes16(type, &p[r], &k, j, &c0, &c1);
         A16_UNROLL for (int t = 0; t < N; t++) {
           const int16_t *v = a[t]->v + 32 * j;
-          const __m256i p = _mm256_add_epi32(_mm256_madd_epi16(c0, a16_load(v)),
+          const __m256i s = _mm256_add_epi32(_mm256_madd_epi16(c0, a16_load(v)),
                                              _mm256_madd_epi16(c1, a16_load(v + 16)));
-          is[r][t] = _mm256_add_epi32(is[r][t], p);
-          A16_KEEP(is[r][t]);
+          lo[r][t] = _mm256_add_epi32(lo[r][t], s);
+          A16_KEEP(lo[r][t]);
+        }
+      }
+      if (ksplit(type) && j == 3) {
+        A16_UNROLL for (int r = 0; r < R; r++) A16_UNROLL for (int t = 0; t < N; t++) {
+          half[r][t] = N == 1 ? kcombine(lo[r][t], hi[r][t]) : lo[r][t];
+          lo[r][t] = hi[r][t] = _mm256_setzero_si256();
         }
       }
     }
     A16_UNROLL for (int r = 0; r < R; r++) A16_UNROLL for (int t = 0; t < N; t++) {
-      __m256 dd = _mm256_mul_ps(_mm256_set1_ps(p[r].d), _mm256_set1_ps(a[t]->d));
-      acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is[r][t]), dd, acc[r][t]);
-      if (khas_min(type)) {
+      const __m256 dd = _mm256_set1_ps(p[r].d * a[t]->d);
+      const __m256i sum = N == 1 ? kcombine(lo[r][t], hi[r][t]) : lo[r][t];
+      if (ksplit(type)) acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(half[r][t]), dd, acc[r][t]);
+      acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), dd, acc[r][t]);
+      if (with_m) {
         acc[r][t] = _mm256_fnmadd_ps(p[r].m0, _mm256_loadu_ps(a[t]->s), acc[r][t]);
         acc[r][t] = _mm256_fnmadd_ps(p[r].m1, _mm256_loadu_ps(a[t]->s + 8), acc[r][t]);
       }
@@ -273,7 +331,7 @@ AT AI void ktile(const int type, const int R, const int N, const uint8_t *w, siz
 #ifndef K_RM
 #define K_RM 1
 #define K_RN 4
-#define K_DM 1
+#define K_DM 2
 #endif
 
 A16_TYPE(q2_k, WK_Q2_K, ktile, 256, K_RM, K_RN, K_DM)
@@ -285,6 +343,16 @@ A16_TYPE(iq4_xs, WK_IQ4_XS, ktile, 256, K_RM, K_RN, K_DM)
 
 // ---- f32 decoding: (d * scale) * code - dmin * min, per sub-block ---------------
 
+// Values 16 i .. 16 i + 15 (i = 0, 1) of chunk j as int16 (code - offset) x scale.
+AT AI __m256i kvalues16(const int type, const kprep *p, const kcodes *k, int j, int i) {
+  const __m256i v = type == WK_IQ4_XS ? k->sg : k->c;
+  const __m128i h = i ? _mm256_extracti128_si256(v, 1) : _mm256_castsi256_si128(v);
+  __m256i c = type == WK_IQ4_XS ? _mm256_cvtepi8_epi16(h) : _mm256_cvtepu8_epi16(h);
+  c = _mm256_sub_epi16(c, _mm256_set1_epi16((short)koffset(type)));
+  const __m256i s = kpick(p->sc, j);  // this half's scale in both halves:
+  return _mm256_mullo_epi16(c, _mm256_permute2x128_si256(s, s, i ? 0x11 : 0x00));
+}
+
 #define DEQ_K(T, TYPE)                                                                       \
   AT static void T##_deq(const uint8_t *b, float *y, int64_t nb) {                            \
     for (int64_t i = 0; i < nb; i++, b += kbytes(TYPE), y += 256) {                          \
@@ -292,8 +360,9 @@ A16_TYPE(iq4_xs, WK_IQ4_XS, ktile, 256, K_RM, K_RN, K_DM)
       kprep_block(TYPE, b, &p);                                                              \
       const __m256 d = _mm256_set1_ps(p.d);                                                  \
       A16_UNROLL for (int j = 0; j < 8; j++) {                                               \
-        __m256i c0, c1;                                                                      \
-        kchunk(TYPE, b, &p, j, &c0, &c1);                                                    \
+        kcodes k;                                                                            \
+        kchunk(TYPE, b, j, &k);                                                              \
+        const __m256i c0 = kvalues16(TYPE, &p, &k, j, 0), c1 = kvalues16(TYPE, &p, &k, j, 1); \
         if (khas_min(TYPE)) {                                                                \
           const __m256 mv = j < 4 ? p.m0 : p.m1;  /* dmin * min of each 16 */                \
           __m256 m0 = _mm256_permutevar8x32_ps(mv, _mm256_set1_epi32((2 * j) & 7));          \

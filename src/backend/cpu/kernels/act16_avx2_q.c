@@ -3,10 +3,19 @@
 // AVX2 activation converters. Compiled for AVX2 + FMA + F16C function by
 // function; act16.c calls these only when cpuid says the CPU has them.
 //
-// A block's 32 codes become two vectors of 16 int16 (values 0..15 and
-// 16..31), with the format's fixed offset already subtracted (Q4_0: 8, Q5_0:
-// 16), so a block's integer sum is two pmaddwd and a reduction across lanes;
-// the float work then runs for 8 outputs (rows x tokens) at once.
+// A block's codes become two vectors of 16 int16 (values 0..15 and 16..31),
+// multiplied with the activations' int16 v by pmaddwd; Q4_0 and Q5_0's fixed
+// offsets (8, 16) come off the codes, or off the block sum as offset x the
+// activation sum. The integer sums of 8 outputs (rows x tokens) then merge
+// into the lanes of one vector (a16_red8) and the f32 work runs once per
+// block for all of them. One-token Q5_0 / Q5_1 tiles instead keep the codes
+// as bytes (spreading the fifth bits over int16 lanes costs more than the
+// second multiply) and multiply them with the lo and hi activation bytes by
+// pmaddubsw, weighted 1 and 255 by pmaddwd; the block sums are the same
+// integers either way.
+//
+// Bounds: a pmaddubsw lane is two products, at most 2 x 31 x 127; a block's
+// int32 sum is at most 32 x 128 x 16383 in magnitude.
 #include "backend/cpu/kernels/act16_x86.h"
 #include "backend/cpu/kernels/kernels_internal.h"
 #include "quant/types.h"
@@ -24,14 +33,40 @@ AT static float amax8(const float *x, int n) {
   return _mm_cvtss_f32(h);
 }
 
-// 16 values -> 16 int16 at v (x * id rounded to nearest even, as lrintf);
+// hi of wk_act16_split for int32 lanes: floor((v + 127) / 255) as
+// (n * 32897) >> 23 - 128 with n = v + 127 + 255 * 128 in [0, 49150] (exact
+// for n < 66299).
+AT AI __m256i split_hi(__m256i v) {
+  const __m256i n = _mm256_add_epi32(v, _mm256_set1_epi32(127 + 255 * 128));
+  const __m256i q = _mm256_srli_epi32(_mm256_mullo_epi32(n, _mm256_set1_epi32(32897)), 23);
+  return _mm256_sub_epi32(q, _mm256_set1_epi32(128));
+}
+
+// 16 values -> 16 lo bytes at lo and 16 hi bytes at hi (x * id rounded to
+// nearest even, as lrintf), and 16 int16: in order at v0 (v1 NULL), or
+// values 0 1 4 5 8 9 12 13 at v0 and the others at v1 (wk_act16k_pos);
 // returns their sum.
-AT AI int round16(const float *x, __m256 id, int16_t *v) {
-  __m256i a = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x), id));
-  __m256i b = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + 8), id));
-  // packs works per 128-bit lane: a0-3 b0-3 a4-7 b4-7, then put in order
-  __m256i p = _mm256_permute4x64_epi64(_mm256_packs_epi32(a, b), 0xd8);
-  _mm256_storeu_si256((__m256i *)v, p);
+AT AI int round16(const float *x, __m256 id, int8_t *lo, int8_t *hi, int16_t *v0, int16_t *v1) {
+  const __m256i a = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x), id));
+  const __m256i b = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + 8), id));
+  // packs works per 128-bit half: 32-bit units a0a1 a2a3 b0b1 b2b3 | a4a5
+  // a6a7 b4b5 b6b7, then put in order
+  const __m256i v = _mm256_packs_epi32(a, b);
+  if (!v1) {
+    _mm256_storeu_si256((__m256i *)v0, _mm256_permute4x64_epi64(v, 0xd8));
+  } else {
+    const __m256i u = _mm256_permutevar8x32_epi32(v, _mm256_setr_epi32(0, 4, 2, 6, 1, 5, 3, 7));
+    _mm_storeu_si128((__m128i *)v0, _mm256_castsi256_si128(u));
+    _mm_storeu_si128((__m128i *)v1, _mm256_extracti128_si256(u, 1));
+  }
+  const __m256i ha = split_hi(a), hb = split_hi(b), c255 = _mm256_set1_epi32(255);
+  const __m256i la = _mm256_sub_epi32(a, _mm256_mullo_epi32(ha, c255));
+  const __m256i lb = _mm256_sub_epi32(b, _mm256_mullo_epi32(hb, c255));
+  // 4-byte units la0-3 lb0-3 ha0-3 hb0-3 | la4-7 lb4-7 ha4-7 hb4-7, then in order
+  const __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(la, lb), _mm256_packs_epi32(ha, hb));
+  const __m256i o = _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+  _mm_storeu_si128((__m128i *)lo, _mm256_castsi256_si128(o));
+  _mm_storeu_si128((__m128i *)hi, _mm256_extracti128_si256(o, 1));
   return a16_hsum_i32(_mm256_add_epi32(a, b));
 }
 
@@ -46,8 +81,11 @@ AT void wk_act16_avx2_quantize(const float *x, void *xq, int64_t n) {
   for (int64_t b = 0; b < n / 32; b++, x += 32) {
     __m256 id;
     float d = scale_of(x, 32, &id);
-    int s = round16(x, id, a[b].v) + round16(x + 16, id, a[b].v + 16);
+    int8_t *q = (int8_t *)xq + wk_act16_bytes(WK_ACT_A16, n / 32, b);
+    int s = round16(x, id, q, q + 32, a[b].v, NULL) +
+            round16(x + 16, id, q + 16, q + 48, a[b].v + 16, NULL);
     a[b].d = d;
+    a[b].sum = s;
     a[b].s = d * (float)s;
   }
 }
@@ -58,88 +96,28 @@ AT void wk_act16k_avx2_quantize(const float *x, void *xq, int64_t n) {
     __m256 id;
     float d = scale_of(x, 256, &id);
     a[b].d = d;
-    for (int j = 0; j < 16; j++) a[b].s[j] = d * (float)round16(x + 16 * j, id, a[b].v + 16 * j);
-  }
-}
-
-// ---- weight blocks -> int16 codes --------------------------------------------
-
-// Low and high nibbles of 16 bytes at p: codes 0..15 in *c0, 16..31 in *c1.
-AT AI void nibbles(const uint8_t *p, __m256i *c0, __m256i *c1) {
-  __m256i x = a16_u8x16(p);
-  *c0 = _mm256_and_si256(x, _mm256_set1_epi16(15));
-  *c1 = _mm256_srli_epi16(x, 4);
-}
-
-// The fifth bits of a Q5 block: qh's bit j (j < 16) in int16 lane j of *h0
-// and bit 16 + j in lane j of *h1, as masks (-1 set, 0 clear).
-AT AI void high5_masks(const uint8_t *qh, __m256i *h0, __m256i *h1) {
-  uint32_t h;
-  memcpy(&h, qh, 4);
-  const __m256i all = _mm256_set1_epi32((int)h);  // int16 lanes: low, high, low, ...
-  const __m256i bit = _mm256_setr_epi16(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096,
-                                        8192, 16384, (short)0x8000);
-  __m256i lo = _mm256_shuffle_epi8(all, _mm256_set1_epi16(0x0100));  // low 16 bits everywhere
-  __m256i hi = _mm256_shuffle_epi8(all, _mm256_set1_epi16(0x0302));  // high 16 bits
-  *h0 = _mm256_cmpeq_epi16(_mm256_and_si256(lo, bit), bit);
-  *h1 = _mm256_cmpeq_epi16(_mm256_and_si256(hi, bit), bit);
-}
-
-// Q5_0 codes: nibble + 16 * bit - 16 = nibble - (16 where the bit is clear).
-AT AI void unpack5_0(const uint8_t *b, __m256i *c0, __m256i *c1) {
-  const __m256i sixteen = _mm256_set1_epi16(16);
-  __m256i h0, h1;
-  nibbles(b + 6, c0, c1);
-  high5_masks(b + 2, &h0, &h1);
-  *c0 = _mm256_sub_epi16(*c0, _mm256_andnot_si256(h0, sixteen));
-  *c1 = _mm256_sub_epi16(*c1, _mm256_andnot_si256(h1, sixteen));
-}
-
-// Q5_1 codes: nibble + 16 * bit.
-AT AI void unpack5_1(const uint8_t *b, __m256i *c0, __m256i *c1) {
-  const __m256i sixteen = _mm256_set1_epi16(16);
-  __m256i h0, h1;
-  nibbles(b + 8, c0, c1);
-  high5_masks(b + 4, &h0, &h1);
-  *c0 = _mm256_or_si256(*c0, _mm256_and_si256(h0, sixteen));
-  *c1 = _mm256_or_si256(*c1, _mm256_and_si256(h1, sixteen));
-}
-
-AT AI void sub16(__m256i *c0, __m256i *c1, int off) {
-  *c0 = _mm256_sub_epi16(*c0, _mm256_set1_epi16((short)off));
-  *c1 = _mm256_sub_epi16(*c1, _mm256_set1_epi16((short)off));
-}
-
-// Block layouts (bytes): Q4_0 d qs[16]; Q4_1 d m qs[16]; Q5_0 d qh[4] qs[16];
-// Q5_1 d m qh[4] qs[16]; Q8_0 d qs[32]; IQ4_NL d qs[16] (d, m: f16).
-AT AI void unpack(const int type, const uint8_t *b, __m256i *c0, __m256i *c1) {
-  switch (type) {
-    case WK_Q4_0:
-      nibbles(b + 2, c0, c1);
-      sub16(c0, c1, 8);
-      break;
-    case WK_Q4_1:
-      nibbles(b + 4, c0, c1);
-      break;
-    case WK_Q5_0:
-      unpack5_0(b, c0, c1);
-      break;
-    case WK_Q5_1:
-      unpack5_1(b, c0, c1);
-      break;
-    case WK_Q8_0:
-      *c0 = a16_s8x16(b + 2);
-      *c1 = a16_s8x16(b + 18);
-      break;
-    default: {  // WK_IQ4_NL
-      const __m128i lut = _mm_loadu_si128((const __m128i *)wk_kern_iq4nl_values);
-      const __m128i m4 = _mm_set1_epi8(15);
-      __m128i q = a16_load128(b + 2);
-      *c0 = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(lut, _mm_and_si128(q, m4)));
-      *c1 = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(lut, _mm_and_si128(_mm_srli_epi16(q, 4), m4)));
-      break;
+    int8_t *q = (int8_t *)xq + wk_act16_bytes(WK_ACT_A16K, n / 256, b);
+    for (int j = 0; j < 16; j++) {  // group j: half j % 2 of 32 values
+      int16_t *v = a[b].v + 32 * (j >> 1) + 8 * (j & 1);
+      a[b].s[j] = d * (float)round16(x + 16 * j, id, q + 16 * j, q + 256 + 16 * j, v, v + 16);
     }
   }
+}
+
+// ---- weight blocks -> codes ---------------------------------------------------
+
+// Q5 codes as bytes in value order: the nibbles of the 16 bytes at p (low:
+// codes 0..15, high: 16..31) + 16 where bit i of the 32-bit qh is set (qh's
+// byte i / 8 spread over 8 lanes and tested).
+AT AI __m256i q5_bytes(const uint8_t *p, const uint8_t *qh) {
+  const __m256i sel = _mm256_setr_epi64x(0, 0x0101010101010101LL, 0x0202020202020202LL,
+                                         0x0303030303030303LL);
+  const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ULL);
+  const __m256i h = _mm256_castps_si256(_mm256_broadcast_ss((const float *)qh));
+  __m256i m = _mm256_and_si256(_mm256_shuffle_epi8(h, sel), bit);
+  m = _mm256_and_si256(_mm256_cmpeq_epi8(m, bit), _mm256_set1_epi8(16));
+  __m256i c = _mm256_srlv_epi32(a16_bcast16(p), _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4));
+  return _mm256_or_si256(_mm256_and_si256(c, _mm256_set1_epi8(15)), m);
 }
 
 AT AI int block_bytes(const int type) {
@@ -153,27 +131,76 @@ AT AI int block_bytes(const int type) {
   }
 }
 
-// ---- the tile ---------------------------------------------------------------------
+// Fixed offset of the codes (value = d * (code - offset)).
+AT AI int offset_of(const int type) {
+  return type == WK_Q4_0 ? 8 : type == WK_Q5_0 ? 16 : 0;
+}
 
-// Sums of the 8 int32 lanes of v[0..n) (n = 1, 2, 4 or 8) in lanes 0..n-1
-// (integer adds: exact in any order).
-AT AI __m256i red_lanes(const __m256i *v, const int n) {
-  if (n == 1) return _mm256_castsi128_si256(_mm_cvtsi32_si128(a16_hsum_i32(v[0])));
-  __m256i u;
-  if (n == 2) {
-    u = _mm256_hadd_epi32(v[0], v[1]);
-    u = _mm256_hadd_epi32(u, u);
-  } else {
-    u = _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
-    if (n == 8) {
-      __m256i w = _mm256_hadd_epi32(_mm256_hadd_epi32(v[4], v[5]), _mm256_hadd_epi32(v[6], v[7]));
-      return _mm256_add_epi32(_mm256_permute2x128_si256(u, w, 0x20),
-                              _mm256_permute2x128_si256(u, w, 0x31));
+// 16 bytes at p widened to int16: low nibbles (codes 0..15) in *c0, high
+// nibbles (16..31) in *c1.
+AT AI void nibbles16(const uint8_t *p, __m256i *c0, __m256i *c1) {
+  const __m256i x = _mm256_cvtepu8_epi16(a16_load128(p));
+  *c0 = _mm256_and_si256(x, _mm256_set1_epi16(15));
+  *c1 = _mm256_srli_epi16(x, 4);
+}
+
+// Q5's fifth bits as int16: 16 in lane j of *c0 where bit j of qh is set,
+// in lane j of *c1 for bit 16 + j, added to the nibbles.
+AT AI void high5_16(const uint8_t *qh, __m256i *c0, __m256i *c1) {
+  const __m256i all = _mm256_castps_si256(_mm256_broadcast_ss((const float *)qh));
+  const __m256i bit = _mm256_setr_epi16(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096,
+                                        8192, 16384, (short)0x8000);
+  const __m256i sixteen = _mm256_set1_epi16(16);
+  const __m256i lo = _mm256_shuffle_epi8(all, _mm256_set1_epi16(0x0100));  // bits 0..15
+  const __m256i hi = _mm256_shuffle_epi8(all, _mm256_set1_epi16(0x0302));  // bits 16..31
+  *c0 = _mm256_or_si256(*c0, _mm256_and_si256(_mm256_cmpeq_epi16(_mm256_and_si256(lo, bit), bit),
+                                              sixteen));
+  *c1 = _mm256_or_si256(*c1, _mm256_and_si256(_mm256_cmpeq_epi16(_mm256_and_si256(hi, bit), bit),
+                                              sixteen));
+}
+
+// Codes 0..15 and 16..31 of a block as int16 values (code - offset, or the
+// bare code when !with_off).
+AT AI void unpack16(const int type, const uint8_t *b, int with_off, __m256i *c0, __m256i *c1) {
+  switch (type) {
+    case WK_Q4_0: nibbles16(b + 2, c0, c1); break;
+    case WK_Q4_1: nibbles16(b + 4, c0, c1); break;
+    case WK_Q5_0: nibbles16(b + 6, c0, c1), high5_16(b + 2, c0, c1); break;
+    case WK_Q5_1: nibbles16(b + 8, c0, c1), high5_16(b + 4, c0, c1); break;
+    case WK_Q8_0:
+      *c0 = _mm256_cvtepi8_epi16(a16_load128(b + 2));
+      *c1 = _mm256_cvtepi8_epi16(a16_load128(b + 18));
+      break;
+    default: {  // WK_IQ4_NL
+      const __m128i lut = a16_load128(wk_kern_iq4nl_values), m4 = _mm_set1_epi8(15);
+      const __m128i q = a16_load128(b + 2);
+      *c0 = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(lut, _mm_and_si128(q, m4)));
+      *c1 = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(lut, _mm_and_si128(_mm_srli_epi16(q, 4), m4)));
+      break;
     }
   }
-  // lanes 0..n-1 of each half hold partial sums of outputs 0..n-1
-  return _mm256_castsi128_si256(
-      _mm_add_epi32(_mm256_castsi256_si128(u), _mm256_extracti128_si256(u, 1)));
+  const int off = with_off ? offset_of(type) : 0;
+  if (off) {
+    *c0 = _mm256_sub_epi16(*c0, _mm256_set1_epi16((short)off));
+    *c1 = _mm256_sub_epi16(*c1, _mm256_set1_epi16((short)off));
+  }
+}
+
+// ---- the tile ---------------------------------------------------------------------
+
+// Whether a tile of N tokens multiplies bytes with lo and hi (else int16
+// codes with v).
+AT AI int bytes_path(const int type, const int N) {
+  return N == 1 && (type == WK_Q5_0 || type == WK_Q5_1);
+}
+
+// One row's Q5 block (b) times one token's lo and hi bytes: int32 lanes,
+// lo + 255 hi, of the bare codes.
+AT AI __m256i q5_products(const int type, const uint8_t *b, __m256i lo, __m256i hi) {
+  const __m256i c = type == WK_Q5_0 ? q5_bytes(b + 6, b + 2) : q5_bytes(b + 8, b + 4);
+  const __m256i plo = _mm256_maddubs_epi16(c, lo), phi = _mm256_maddubs_epi16(c, hi);
+  return _mm256_add_epi32(_mm256_madd_epi16(plo, _mm256_set1_epi16(1)),
+                          _mm256_madd_epi16(phi, _mm256_set1_epi16(255)));
 }
 
 // R rows x N tokens (R * N <= 8), outputs o = r * N + t in the lanes of one
@@ -183,7 +210,7 @@ AT AI __m256i red_lanes(const __m256i *v, const int n) {
 // (the same f32 operations for every tile shape, so gemm equals vec_dot).
 AT AI void tile(const int type, const int R, const int N, const uint8_t *w, size_t ws,
                 int64_t nb, const uint8_t *xq, size_t xs, float *y, size_t ys, size_t yr) {
-  const int bytes = block_bytes(type);
+  const int bytes = block_bytes(type), off = offset_of(type);
   const int has_min = type == WK_Q4_1 || type == WK_Q5_1;
   // lane o -> row o / N, token o % N
   const __m256i row_of = _mm256_setr_epi32(0 / N % 8, 1 / N % 8, 2 / N % 8, 3 / N % 8, 4 / N % 8,
@@ -191,17 +218,31 @@ AT AI void tile(const int type, const int R, const int N, const uint8_t *w, size
   __m256 acc = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; b++) {
     const uint8_t *blk = w + (size_t)b * (size_t)bytes;
-    __m256i c0[A16_MAXR], c1[A16_MAXR], is[8];
-    A16_UNROLL for (int r = 0; r < R; r++) unpack(type, blk + (size_t)r * ws, &c0[r], &c1[r]);
+    __m256i is[8];
     float da[8] = {0}, sa[8] = {0};
+    int sum[8] = {0};
+    // one token: the offset comes off the block sum below
+    const int off_sum = N == 1 ? off : 0;
+    A16_UNROLL for (int r = 0; r < R; r++) {
+      const uint8_t *rb = blk + (size_t)r * ws;
+      if (bytes_path(type, N)) {
+        const int8_t *q = (const int8_t *)xq + wk_act16_bytes(WK_ACT_A16, nb, b);
+        is[r] = q5_products(type, rb, a16_load(q), a16_load(q + 32));
+        continue;
+      }
+      __m256i c0, c1;
+      unpack16(type, rb, !off_sum, &c0, &c1);
+      A16_UNROLL for (int t = 0; t < N; t++) {
+        const wk_act16 *a = (const wk_act16 *)(xq + (size_t)t * xs) + b;
+        is[r * N + t] = _mm256_add_epi32(_mm256_madd_epi16(c0, a16_load(a->v)),
+                                         _mm256_madd_epi16(c1, a16_load(a->v + 16)));
+      }
+    }
     A16_UNROLL for (int t = 0; t < N; t++) {
       const wk_act16 *a = (const wk_act16 *)(xq + (size_t)t * xs) + b;
-      const __m256i v0 = a16_load(a->v), v1 = a16_load(a->v + 16);
-      da[t] = a->d, sa[t] = a->s;
-      A16_UNROLL for (int r = 0; r < R; r++)
-          is[r * N + t] =
-              _mm256_add_epi32(_mm256_madd_epi16(c0[r], v0), _mm256_madd_epi16(c1[r], v1));
+      da[t] = a->d, sa[t] = a->s, sum[t] = a->sum;
     }
+    __m256i isum = a16_red8(is, R * N);
     __m256 dav, sav = _mm256_setzero_ps();
     if (N == 1) {
       dav = _mm256_set1_ps(da[0]);
@@ -210,13 +251,15 @@ AT AI void tile(const int type, const int R, const int N, const uint8_t *w, size
       dav = A16_LANES(da, R * N, 1, N);
       if (has_min) sav = A16_LANES(sa, R * N, 1, N);
     }
-    __m256 dwv = a16_f16x8(blk, ws, R), mwv = _mm256_setzero_ps();
-    if (has_min) mwv = a16_f16x8(blk + 2, ws, R);
+    if (off_sum)  // offset (8 or 16) x activation sum
+      isum = _mm256_sub_epi32(isum, _mm256_set1_epi32(sum[0] * off));
+    __m256 dwv, mwv = _mm256_setzero_ps();
+    a16_f16_rows(blk, ws, R, has_min, &dwv, &mwv);
     if (N > 1) {
       dwv = _mm256_permutevar8x32_ps(dwv, row_of);
       if (has_min) mwv = _mm256_permutevar8x32_ps(mwv, row_of);
     }
-    __m256 p = _mm256_mul_ps(_mm256_cvtepi32_ps(red_lanes(is, R * N)), _mm256_mul_ps(dwv, dav));
+    __m256 p = _mm256_mul_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(dwv, dav));
     if (has_min) p = _mm256_fmadd_ps(mwv, sav, p);
     acc = _mm256_add_ps(acc, p);
   }
@@ -246,7 +289,7 @@ A16_TYPE(iq4_nl, WK_IQ4_NL, tile, 32, Q_RM, Q_RN, Q_DM)
   AT static void T##_deq(const uint8_t *b, float *y, int64_t nb) {                            \
     for (int64_t i = 0; i < nb; i++, b += block_bytes(TYPE), y += 32) {                      \
       __m256i c0, c1;                                                                        \
-      unpack(TYPE, b, &c0, &c1);                                                             \
+      unpack16(TYPE, b, 1, &c0, &c1);                                                        \
       const __m256 d = a16_bf16(b);                                                          \
       __m256 m = _mm256_setzero_ps();                                                        \
       if (TYPE == WK_Q4_1 || TYPE == WK_Q5_1) m = a16_bf16(b + 2);                           \

@@ -1,16 +1,19 @@
 // Shared by the AVX2 16-bit-activation kernels (act16_avx2_q.c: 32-value
 // blocks and the converters; act16_avx2_k.c: 256-value super-blocks).
 //
-// Every kernel is a register tile of R weight rows x N tokens: per weight
-// block each row's codes are widened to int16 once (times the sub-block
-// scale for the K-quants) and multiplied with each token's int16 activations
-// by pmaddwd. The 32-value formats then reduce each output's block sum to one
-// lane and scale 8 outputs at once; the super-blocks (whose float work is
-// per 256 values) keep one 8-lane float accumulator per output, summed across
-// lanes at the end. Every output runs the same operations in the same order
-// whatever the tile shape, so gemm equals vec_dot bit for bit. Decode tiles
-// (one token) take rows j, j + q, j + 2 q, ... so that their rows are
-// separate memory streams (see a16_gemm).
+// Every kernel is a register tile of R weight rows x N tokens; per weight
+// block each row's codes are decoded once and used for every token. The
+// 32-value formats widen them to int16 and multiply with the activations' v
+// by pmaddwd (one-token Q5 tiles: bytes against lo and hi, see
+// act16_avx2_q.c), reduce each output's block sum to one lane (a16_red8) and
+// scale 8 outputs at once. The super-blocks keep them as bytes, multiply with
+// lo and hi by pmaddubsw and widen by pmaddwd with the sub-block scales, into
+// two int32 accumulators per output weighted 1 and 255 in f32 once per
+// super-block, and keep one 8-lane f32 accumulator per output, summed across
+// lanes at the end. Every output runs the same f32 operations on the same
+// integers in the same order whatever the tile shape, so gemm equals vec_dot
+// bit for bit. Decode tiles (one token) take rows j, j + q, j + 2 q, ... so
+// that their rows are separate memory streams (see a16_gemm).
 #ifndef WICK_BACKEND_CPU_KERNELS_ACT16_X86_H
 #define WICK_BACKEND_CPU_KERNELS_ACT16_X86_H
 
@@ -59,15 +62,32 @@ AT AI __m256 a16_bf16(const uint8_t *p) {
   return _mm256_cvtph_ps(_mm_set1_epi16((short)a16_u16(p)));
 }
 
-// The f16 at p, p + ws, ..., p + (n - 1) ws (n <= 8; the rest 0) as 8 f32;
-// packed in general registers, so the vector side sees one conversion.
-AT AI __m256 a16_f16x8(const uint8_t *p, size_t ws, const int n) {
-  uint64_t lo = 0, hi = 0;
-  A16_UNROLL for (int i = 0; i < n && i < 4; i++)
-      lo |= (uint64_t)a16_u16(p + (size_t)i * ws) << (16 * i);
-  A16_UNROLL for (int i = 4; i < n; i++)
-      hi |= (uint64_t)a16_u16(p + (size_t)i * ws) << (16 * (i - 4));
-  return _mm256_cvtph_ps(_mm_set_epi64x((long long)hi, (long long)lo));
+AT AI __m128i a16_ld32(const uint8_t *p) {
+  uint32_t v;
+  memcpy(&v, p, 4);
+  return _mm_cvtsi32_si128((int)v);
+}
+
+// The f16 pairs (d, m) at p, p + ws, ..., p + (n - 1) ws (n <= 8; the rest
+// 0) as 8 f32 d and 8 f32 m (when with_m). 32-bit loads and unpacks (cheaper
+// than word inserts or packing in general registers).
+AT AI void a16_f16_rows(const uint8_t *p, size_t ws, const int n, const int with_m, __m256 *d,
+                        __m256 *m) {
+  __m128i r[8];
+  A16_UNROLL for (int i = 0; i < 8; i++)
+      r[i] = i < n ? a16_ld32(p + (size_t)i * ws) : _mm_setzero_si128();
+  if (!with_m) {  // d0 d1 .. d7 from the low words
+    __m128i a = _mm_unpacklo_epi32(_mm_unpacklo_epi16(r[0], r[1]), _mm_unpacklo_epi16(r[2], r[3]));
+    __m128i b = _mm_unpacklo_epi32(_mm_unpacklo_epi16(r[4], r[5]), _mm_unpacklo_epi16(r[6], r[7]));
+    *d = _mm256_cvtph_ps(_mm_unpacklo_epi64(a, b));
+    return;
+  }
+  const __m128i split = _mm_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15);
+  __m128i a = _mm_unpacklo_epi64(_mm_unpacklo_epi32(r[0], r[1]), _mm_unpacklo_epi32(r[2], r[3]));
+  __m128i b = _mm_unpacklo_epi64(_mm_unpacklo_epi32(r[4], r[5]), _mm_unpacklo_epi32(r[6], r[7]));
+  a = _mm_shuffle_epi8(a, split), b = _mm_shuffle_epi8(b, split);  // d0-3 m0-3, d4-7 m4-7
+  *d = _mm256_cvtph_ps(_mm_unpacklo_epi64(a, b));
+  *m = _mm256_cvtph_ps(_mm_unpackhi_epi64(a, b));
 }
 
 // Lane o of the result: v[f(o)], f(o) = o / div % mod (o < n; other lanes 0),
@@ -82,15 +102,16 @@ AT AI __m256 a16_f16x8(const uint8_t *p, size_t ws, const int n) {
 AT AI __m256i a16_load(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
 AT AI __m128i a16_load128(const void *p) { return _mm_loadu_si128((const __m128i *)p); }
 
-// 16 bytes at p zero- / sign-extended to 16 int16.
-AT AI __m256i a16_u8x16(const uint8_t *p) { return _mm256_cvtepu8_epi16(a16_load128(p)); }
-AT AI __m256i a16_s8x16(const void *p) { return _mm256_cvtepi8_epi16(a16_load128(p)); }
+// 16 bytes at p in both 128-bit halves.
+AT AI __m256i a16_bcast16(const void *p) {
+  return _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)p));
+}
 
-// Bits [from, from + width) of every int16 lane (values < 256) moved to
-// [to, to + width), other bits 0.
-AT AI __m256i a16_bits(__m256i x, int from, int to, int width) {
+// Bits [from, from + width) of every byte moved to [to, to + width), other
+// bits 0 (16-bit shifts: the bits kept never cross a byte).
+AT AI __m256i a16_bits8(__m256i x, int from, int to, int width) {
   __m256i v = from >= to ? _mm256_srli_epi16(x, from - to) : _mm256_slli_epi16(x, to - from);
-  return _mm256_and_si256(v, _mm256_set1_epi16((short)(((1 << width) - 1) << to)));
+  return _mm256_and_si256(v, _mm256_set1_epi8((char)(((1 << width) - 1) << to)));
 }
 
 // 16 int16 lanes -> 16 f32 at dst: f * v (+ add when add is not NULL; the
@@ -103,6 +124,28 @@ AT AI void a16_store16(float *dst, __m256i v, __m256 f, const __m256 *add) {
   if (add) lo = _mm256_add_ps(lo, *add), hi = _mm256_add_ps(hi, *add);
   _mm256_storeu_ps(dst, lo);
   _mm256_storeu_ps(dst + 8, hi);
+}
+
+// ---- lane reductions: the int32 sums of up to 8 outputs, each spread over a
+// vector, gathered into the lanes of one. Two vectors merge by two unpacks
+// and an add, per 32-bit lane (x, y: two outputs; each half on its own):
+//   a16_merge32: x0+x2 y0+y2 x1+x3 y1+y3
+//   a16_merge64 (of a = x y x y, b = z w z w): x y z w
+AT AI __m256i a16_merge32(__m256i x, __m256i y) {
+  return _mm256_add_epi32(_mm256_unpacklo_epi32(x, y), _mm256_unpackhi_epi32(x, y));
+}
+AT AI __m256i a16_merge64(__m256i x, __m256i y) {
+  return _mm256_add_epi32(_mm256_unpacklo_epi64(x, y), _mm256_unpackhi_epi64(x, y));
+}
+
+// Outputs v[0..n) (n = 1, 2, 4 or 8) -> lane o = output o's sum (lanes
+// o >= n: repeats).
+AT AI __m256i a16_red8(const __m256i *v, const int n) {
+  const __m256i x = a16_merge64(a16_merge32(v[0], v[1 % n]), a16_merge32(v[2 % n], v[3 % n]));
+  const __m256i y = n > 4 ? a16_merge64(a16_merge32(v[4], v[5]), a16_merge32(v[6], v[7])) : x;
+  // lanes 0..3 of each half: x's outputs 0..3 (low) / y's 4..7 (high) halves
+  const __m256i a = _mm256_blend_epi32(x, y, 0xf0), b = _mm256_permute2x128_si256(x, y, 0x21);
+  return _mm256_add_epi32(a, b);
 }
 
 // One tile: R rows (w, w + ws, ...) x N tokens (xq, xq + xs, ...) over nb
