@@ -13,8 +13,9 @@
 #   model   Llama-3-8B shape, TYPES (default q4_k_m fp8_e4m3 bf16), `bench_cuda model FILE
 #           $ARGS` (default 4096 4096 64: a 4096-token prefill, decode at context 16 and
 #           4096), once as built and once under each environment setting in AB (words like
-#           WICK_CUDA_ATTN=warp; join several with commas); memory with 512-token batches
-#           for the first type
+#           WICK_CUDA_ATTN=warp; join several with commas), and with the build of ref/ when
+#           that folder holds another tree (e.g. `git archive COMMIT`); memory with 512-token
+#           batches for the first type
 #   attn    decode attention alone (bench_attn decode: kernels x splits, 4096 and 16384 keys)
 #   ncu     per-kernel times of one decode step (2-layer 8B-shape Q4_K_M, context NCU_CTX,
 #           default 4096, 0 to skip; dependent launch and graphs off: ncu failed a launch with
@@ -54,7 +55,7 @@ say "== steps: $STEPS; types: $TYPES; args: $ARGS; ab: ${AB:-none}"
 MK=
 if has model || has cpu || has ncu; then
   (cmake -S . -B $B-cpu -DCMAKE_BUILD_TYPE=Release -DWICK_CUDA=OFF > "$OUT/cpu-build.log" 2>&1 &&
-    cmake --build $B-cpu --target wick_cli test_kernels -j"$NP" >> "$OUT/cpu-build.log" 2>&1 ||
+    cmake --build $B-cpu --target wick_cli test_kernels test_kernels_act -j"$NP" >> "$OUT/cpu-build.log" 2>&1 ||
     echo "cpu build failed" >> "$LOG"
    if has ncu; then
      $B-cpu/wick mkmodel --arch llama --like llama3-8b --layers 2 --type q4_k_m -o /tmp/8b2.part \
@@ -82,6 +83,17 @@ gcc -std=c11 -O2 -D_GNU_SOURCE -DWICK_HAVE_CUDA=1 -Isrc -Iinclude bench/cuda/ben
   $B/libwick_cuda.a $B/libwick.a $B/libwick_cuda.a -L/usr/local/cuda/lib64 -lcudart -lcublas -lcublasLt \
   $(pkg-config --libs libpcre2-8 2>/dev/null || echo -lpcre2-8) -lpthread -lm -lstdc++ -ldl \
   -o $B/bench_attn >> "$OUT/build.log" 2>&1 || say "bench_attn build failed"
+REFB=
+if [ -f ref/CMakeLists.txt ]; then  # the reference tree's bench_cuda, beside the tests
+  (cd ref && ln -sfn ../.debs .debs 2>/dev/null
+   cmake -S . -B $B -DCMAKE_BUILD_TYPE=Release > "$OUT/ref-build.log" 2>&1 &&
+     cmake --build $B --target wick_cuda wick -j"$NP" >> "$OUT/ref-build.log" 2>&1 &&
+     gcc -std=c11 -O2 -D_GNU_SOURCE -DWICK_HAVE_CUDA=1 -Isrc -Iinclude bench/cuda/bench_cuda.c \
+       $B/libwick.a $B/libwick_cuda.a -L/usr/local/cuda/lib64 -lcudart -lcublas -lcublasLt \
+       $(pkg-config --libs libpcre2-8 2>/dev/null || echo -lpcre2-8) -lpthread -lm -lstdc++ -ldl \
+       -o ../$B/bench_cuda_ref >> "$OUT/ref-build.log" 2>&1 || echo "reference build failed" >> "$LOG") &
+  REFB=$!
+fi
 say "== build: $(since)"
 
 KT=
@@ -147,6 +159,7 @@ fi
 if has cpu; then
   say "== CPU kernels on the device host ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2))"
   timeout 60 $B-cpu/test_kernels 2>&1 | tail -4 | tee -a "$LOG"
+  timeout 120 $B-cpu/test_kernels_act 2>&1 | tail -3 | tee -a "$LOG"
 fi
 if has ncu; then
   NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2>/dev/null | head -1)
@@ -167,16 +180,20 @@ if has ncu; then
       "$OUT/ncu_$ty$path.log" | head -40 | tee -a "$LOG"
   done
 fi
+[ -n "$REFB" ] && wait $REFB
 if has model; then
   first=1
   for ty in $TYPES; do
     f=/tmp/8b-$ty.gguf
     [ -f $f ] || { say "no 8B $ty model"; continue; }
     say "== Llama-3-8B shape, $ty: bench_cuda model FILE $ARGS ($(since))"
-    for ab in base $AB; do
-      envs=()
-      [ "$ab" != base ] && IFS=, read -r -a envs <<< "$ab"
-      env "${envs[@]}" timeout 150 $B/bench_cuda model $f $ARGS > /tmp/one.log 2>&1
+    ref=
+    [ -x $B/bench_cuda_ref ] && ref=ref
+    for ab in base $AB $ref; do
+      envs=() bin=$B/bench_cuda
+      [ "$ab" = ref ] && bin=$B/bench_cuda_ref
+      [ "$ab" != base ] && [ "$ab" != ref ] && IFS=, read -r -a envs <<< "$ab"
+      env "${envs[@]}" timeout 150 $bin model $f $ARGS > /tmp/one.log 2>&1
       sed "s/^RESULT /RESULT $ty $ab /" /tmp/one.log >> "$OUT/model.log"
       say "$ty $ab: $(grep -E "RESULT (prefill|decode)" /tmp/one.log | cut -d' ' -f2- | tr '\n' ';')"
       grep -E "FAIL|error" /tmp/one.log | head -3 | tee -a "$LOG"

@@ -35,7 +35,7 @@ template <int HD>
 struct ad_smem {
   static constexpr int ROW = HD + 8;  // halves a K/V row (16 bytes of padding)
   static constexpr size_t KV = (size_t)AD_STAGES * 2 * AD_KT * ROW * sizeof(__half);
-  static size_t bytes(int g) { return KV + ((size_t)g * (HD + AD_KT + 3) + 2 * HD) * sizeof(float); }
+  static size_t bytes(int g) { return KV + ((size_t)g * (HD + AD_KT + 3) + 3 * HD) * sizeof(float); }
 };
 
 template <int HD, int GM>
@@ -50,7 +50,8 @@ __global__ void __launch_bounds__(AD_THREADS)
   extern __shared__ uint4 ad_raw[];
   __half *kv = (__half *)ad_raw;  // [stage][K, V][KT][ROW]
   const int G = a.n_heads / a.n_kv_heads;
-  float *sq = (float *)((char *)ad_raw + ad_smem<HD>::KV);  // [G][HD]
+  float2 *cs = (float2 *)((char *)ad_raw + ad_smem<HD>::KV);  // [HD / 2] RoPE angles (rope_table)
+  float *sq = (float *)(cs + HD / 2);                          // [G][HD]
   float *ss = sq + G * HD;                                  // [G][KT]
   float *sm = ss + G * AD_KT, *sl = sm + G, *sc = sl + G;    // [G] each
   float *kn = sc + G, *vn = kn + HD;                        // the new key's K and V (raw)
@@ -91,17 +92,19 @@ __global__ void __launch_bounds__(AD_THREADS)
   if (raw.k) pdl_wait();
   const float *qg = q + ((size_t)t * a.n_heads + (size_t)kvh * G) * HD;
   if (raw.k) {
+    rope_table(cs, a, p, tid, AD_THREADS);
+    __syncthreads();
     for (int g = warp; g < G; g += AD_THREADS / 32) {
       float *x = sq + g * HD;
       for (int i = lane; i < HD; i += 32) x[i] = qg[g * HD + i];
       int h = kvh * G + g;
-      head_post(x, a, a.bq ? a.bq + h * HD : NULL, a.q_norm, p, lane);
+      head_post(x, a, a.bq ? a.bq + h * HD : NULL, a.q_norm, cs, lane);
       for (int i = lane; i < HD; i += 32) x[i] *= a.scale;
     }
     if (own && warp == 0) {
       const float *kr = raw.k + ((size_t)t * nkv + kvh) * HD;
       for (int i = lane; i < HD; i += 32) kn[i] = kr[i];
-      head_post(kn, a, a.bk ? a.bk + kvh * HD : NULL, a.k_norm, p, lane);
+      head_post(kn, a, a.bk ? a.bk + kvh * HD : NULL, a.k_norm, cs, lane);
     } else if (own && warp == 1) {
       const float *vr = raw.v + ((size_t)t * nkv + kvh) * HD;
       for (int i = lane; i < HD; i += 32) vn[i] = vr[i] + (a.bv ? a.bv[kvh * HD + i] : 0.0f);

@@ -70,6 +70,7 @@ struct upload {
   size_t off;  // bytes used in the arena
   bool dry;    // first pass only counts
   wk_error *err;
+  bool bf16_keep;  // WICK_CUDA_BF16=keep: BF16 matrices stay BF16 (comparison)
 };
 
 static int up_matrix(upload *u, const wk_tensor *t, cu_weight *w) {
@@ -92,6 +93,17 @@ static int up_matrix(upload *u, const wk_tensor *t, cu_weight *w) {
     cudaError_t e = cudaMemcpy(u->s->arena + u->off, t->data, t->nbytes, cudaMemcpyHostToDevice);
     wk_error *err = u->err;
     CK(e);
+    // BF16 matrices become F16 on the device where that is exact (all but
+    // values under 2^-14): the GEMM path then reads them directly instead of
+    // converting them for every product (cuBLAS takes f16 activations with
+    // f16 weights), and the matrix-vector kernels run as fast on either.
+    bool done = false;
+    if (t->type == WK_BF16 && !u->bf16_keep) {
+      CK(cudaDeviceSynchronize());  // the copy from pageable memory may still be landing
+      int st = cu_bf16_to_f16(&u->s->c, (void *)w->d, t->nbytes / 2, &done, err);
+      if (st) return st;
+    }
+    if (done) w->type = WK_F16;
   }
   u->off += align256(t->nbytes);
   return WICK_OK;
@@ -263,7 +275,8 @@ static int cuda_prepare(wk_backend *b, const wk_model *m, const wk_backend_param
   s->layers = (cu_layer *)wk_calloc((size_t)m->n_layers, sizeof(cu_layer));
   if (!s->layers) return cu_fail(err, WICK_ERR_NOMEM, "cuda: out of host memory");
 
-  upload u = {s, 0, true, err};
+  const char *be = getenv("WICK_CUDA_BF16");
+  upload u = {s, 0, true, err, be && !strcmp(be, "keep")};
   int st = upload_all(&u);
   if (st) return st;
   s->arena_bytes = u.off;
@@ -344,24 +357,82 @@ static int attn_splits_log2(const cu_state *s, int n, int max_ctx) {
   return lg;
 }
 
-// Several products of one x: one matrix-vector launch per run of matrices
-// of one type (Q/K/V, gate/up) for decode, else one GEMM each. xn: an
-// RMSNorm folded into the products (decode only).
+// Several matrix-vector products of one x (decode sizes): one launch per run
+// of matrices of one type (Q/K/V, gate/up). xn: an RMSNorm folded into them.
 static int matmul_group(cu_ctx *c, const cu_weight *const *ws, float *const *ys, int nw,
                         const float *x, const cu_xnorm *xn, int n, wk_error *err) {
   int st;
-  if (n > c->mv_max_tokens) {
-    if (xn) return cu_fail(err, WICK_ERR_INVALID, "cuda: folded RMSNorm on the GEMM path");
-    for (int i = 0; i < nw; i++)
-      if ((st = cu_matmul(c, ws[i], x, n, ys[i], 0.0f, err))) return st;
-    return WICK_OK;
-  }
   for (int i = 0; i < nw;) {
     int j = i + 1;
     while (j < nw && ws[j]->type == ws[i]->type && ws[j]->cols == ws[i]->cols) j++;
     if ((st = cu_matvec_multi(c, ws + i, ys + i, j - i, x, xn, n, 0.0f, err))) return st;
     i = j;
   }
+  return WICK_OK;
+}
+
+// Q, K and V (s->q, s->k, s->v) of the layer's input s->x: the RMSNorm
+// folded into the matrix-vector products (decode), or written as the GEMM
+// path's f16 activations, or as f32 for unfolded matrix-vector products.
+static int layer_qkv(cu_state *s, const cu_layer *C, int n, bool fold, wk_error *err) {
+  const wk_model *m = s->m;
+  cu_ctx *c = &s->c;
+  const cu_weight *qkv[3] = {&C->wq, &C->wk, &C->wv};
+  float *out[3] = {s->q, s->k, s->v};
+  int st;
+  if (fold && cu_matvec_fold_ok(c, &C->wq) && cu_matvec_fold_ok(c, &C->wk) &&
+      cu_matvec_fold_ok(c, &C->wv)) {
+    cu_xnorm an = {C->attn_norm, m->norm_eps};
+    return matmul_group(c, qkv, out, 3, s->x, &an, n, err);
+  }
+  if (n > c->mv_max_tokens) {
+    if ((st = cu_rmsnorm_xh(c, s->x, C->attn_norm, m->norm_eps, m->dim, n, err))) return st;
+    for (int i = 0; i < 3; i++)
+      if ((st = cu_matmul_xh(c, qkv[i], n, out[i], 0.0f, err))) return st;
+    return WICK_OK;
+  }
+  if ((st = cu_rmsnorm(c, s->x, NULL, C->attn_norm, m->norm_eps, m->dim, n, s->hb, false, err)))
+    return st;
+  return matmul_group(c, qkv, out, 3, s->hb, NULL, n, err);
+}
+
+// The feed-forward block: s->x += down(act(gate x') * up x') with x' =
+// rmsnorm(s->x) (Gemma: the sum through its post-norm first). Decode: the
+// norm folded into the products and gate/up fused where the kernels allow;
+// the GEMM path: f16 activations written by the norm and the gated unit.
+static int layer_ffn(cu_state *s, const cu_layer *C, int n, bool fold, wk_error *err) {
+  const wk_model *m = s->m;
+  cu_ctx *c = &s->c;
+  int st, act = m->act == WK_ACT_GELU_TANH;
+  float *dst = C->post_ffn ? s->hb : s->x, beta = C->post_ffn ? 0.0f : 1.0f;
+  if (n > c->mv_max_tokens) {
+    if ((st = cu_rmsnorm_xh(c, s->x, C->ffn_norm, m->norm_eps, m->dim, n, err)) ||
+        (st = cu_matmul_xh(c, &C->wg, n, s->g, 0.0f, err)) ||
+        (st = cu_matmul_xh(c, &C->wu, n, s->u, 0.0f, err)) ||
+        (st = cu_glu_xh(c, s->g, s->u, (long)n * m->ffn_dim, act, err)) ||
+        (st = cu_matmul_xh(c, &C->wd, n, dst, beta, err)))
+      return st;
+  } else {
+    bool fold_ffn = fold && cu_matvec_fold_ok(c, &C->wg) && cu_matvec_fold_ok(c, &C->wu);
+    if (!fold_ffn &&
+        (st = cu_rmsnorm(c, s->x, NULL, C->ffn_norm, m->norm_eps, m->dim, n, s->hb, false, err)))
+      return st;
+    const float *fx = fold_ffn ? s->x : s->hb;
+    cu_xnorm fn = {C->ffn_norm, m->norm_eps};
+    const cu_xnorm *fxn = fold_ffn ? &fn : NULL;
+    if (cu_matvec_glu_ok(c, &C->wg, &C->wu, n)) {
+      if ((st = cu_matvec_glu(c, &C->wg, &C->wu, fx, fxn, n, s->g, act, err))) return st;
+    } else {
+      const cu_weight *gu[2] = {&C->wg, &C->wu};
+      float *gu_out[2] = {s->g, s->u};
+      if ((st = matmul_group(c, gu, gu_out, 2, fx, fxn, n, err)) ||
+          (st = cu_glu(c, s->g, s->u, (long)n * m->ffn_dim, act, err)))
+        return st;
+    }
+    if ((st = cu_matmul(c, &C->wd, s->g, n, dst, beta, err))) return st;
+  }
+  if (C->post_ffn)
+    return cu_rmsnorm(c, s->hb, NULL, C->post_ffn, m->norm_eps, m->dim, n, s->x, true, err);
   return WICK_OK;
 }
 
@@ -383,45 +454,19 @@ static int run_layers(cu_state *s, int n, int nl, int splits, wk_error *err) {
     cu_attn_shape a = {m->n_heads, m->n_kv_heads, m->head_dim, m->rope_dim, m->rope_neox,
                        C->inv_freq, C->q_norm, C->k_norm, C->bq, C->bk, C->bv, m->norm_eps,
                        s->p.kv.block_size, m->attn_scale, m->attn_softcap, C->window};
-    const cu_weight *qkv[3] = {&C->wq, &C->wk, &C->wv};
-    float *qkv_out[3] = {s->q, s->k, s->v};
-    cu_xnorm an = {C->attn_norm, m->norm_eps}, fn = {C->ffn_norm, m->norm_eps};
-    bool fold_qkv = fold && cu_matvec_fold_ok(c, &C->wq) && cu_matvec_fold_ok(c, &C->wk) &&
-                    cu_matvec_fold_ok(c, &C->wv);
-    bool fold_ffn = fold && cu_matvec_fold_ok(c, &C->wg) && cu_matvec_fold_ok(c, &C->wu);
-    if (fold_qkv) {
-      RUN(matmul_group(c, qkv, qkv_out, 3, s->x, &an, n, err));
-    } else {
-      RUN(cu_rmsnorm(c, s->x, NULL, C->attn_norm, m->norm_eps, m->dim, n, s->hb, false, err));
-      RUN(matmul_group(c, qkv, qkv_out, 3, s->hb, NULL, n, err));
-    }
-    RUN(cu_attention(c, &a, &s->meta, n, s->n_seqs, s->q, s->k, s->v, kc, vc, s->att, splits,
-                     s->part, err));
-    if (C->post_attn) {
-      RUN(cu_matmul(c, &C->wo, s->att, n, s->hb, 0.0f, err));
+    RUN(layer_qkv(s, C, n, fold, err));
+    // The GEMM path takes the attention's result as f16 (c->xh) for o.
+    bool gemm = n > c->mv_max_tokens;
+    RUN(cu_attention(c, &a, &s->meta, n, s->n_seqs, s->q, s->k, s->v, kc, vc, s->att,
+                     gemm ? c->xh : NULL, splits, s->part, err));
+    float *o_dst = C->post_attn ? s->hb : s->x, o_beta = C->post_attn ? 0.0f : 1.0f;
+    if (gemm)
+      RUN(cu_matmul_xh(c, &C->wo, n, o_dst, o_beta, err));
+    else
+      RUN(cu_matmul(c, &C->wo, s->att, n, o_dst, o_beta, err));
+    if (C->post_attn)
       RUN(cu_rmsnorm(c, s->hb, NULL, C->post_attn, m->norm_eps, m->dim, n, s->x, true, err));
-    } else {
-      RUN(cu_matmul(c, &C->wo, s->att, n, s->x, 1.0f, err));
-    }
-    if (!fold_ffn)
-      RUN(cu_rmsnorm(c, s->x, NULL, C->ffn_norm, m->norm_eps, m->dim, n, s->hb, false, err));
-    const float *fx = fold_ffn ? s->x : s->hb;
-    const cu_xnorm *fxn = fold_ffn ? &fn : NULL;
-    int act = m->act == WK_ACT_GELU_TANH;
-    if (cu_matvec_glu_ok(c, &C->wg, &C->wu, n)) {
-      RUN(cu_matvec_glu(c, &C->wg, &C->wu, fx, fxn, n, s->g, act, err));
-    } else {
-      const cu_weight *gu[2] = {&C->wg, &C->wu};
-      float *gu_out[2] = {s->g, s->u};
-      RUN(matmul_group(c, gu, gu_out, 2, fx, fxn, n, err));
-      RUN(cu_glu(c, s->g, s->u, (long)n * m->ffn_dim, act, err));
-    }
-    if (C->post_ffn) {
-      RUN(cu_matmul(c, &C->wd, s->g, n, s->hb, 0.0f, err));
-      RUN(cu_rmsnorm(c, s->hb, NULL, C->post_ffn, m->norm_eps, m->dim, n, s->x, true, err));
-    } else {
-      RUN(cu_matmul(c, &C->wd, s->g, n, s->x, 1.0f, err));
-    }
+    RUN(layer_ffn(s, C, n, fold, err));
   }
   if (nl == 1 && n == 1 && fold && cu_matvec_fold_ok(c, &s->output)) {  // lrow[0] = 0
     cu_xnorm on = {s->out_norm, m->norm_eps};

@@ -66,6 +66,9 @@ bool cu_matvec_glu_ok(const cu_ctx *c, const cu_weight *wg, const cu_weight *wu,
 // g has n rows of wg->rows floats; xn as in cu_matvec_multi.
 int cu_matvec_glu(cu_ctx *c, const cu_weight *wg, const cu_weight *wu, const float *x,
                   const cu_xnorm *xn, int n, float *g, int act, wk_error *err);
+// The GEMM path with the activations already in c->xh as f16 (n rows of
+// w->cols; n above c->mv_max_tokens).
+int cu_matmul_xh(cu_ctx *c, const cu_weight *w, int n, float *y, float beta, wk_error *err);
 // Always the matrix-vector kernel (tests, benchmarks).
 int cu_matvec(cu_ctx *c, const cu_weight *w, const float *x, int n, float *y, float beta,
               wk_error *err);
@@ -105,13 +108,24 @@ struct cu_attn_shape {
   float softcap;           // 0 = none
   int window;              // 0 = global
 };
+// RoPE angles of position pos: cs[f] = (cos, sin) of pos * inv_freq[f] for
+// f < rope_dim / 2, computed in double (as the CPU backend) by threads i of
+// n, then rounded to float. The caller syncs before use.
+static __device__ __forceinline__ void rope_table(float2 *cs, const cu_attn_shape &a, int pos,
+                                                  int i, int n) {
+  for (int f = i; f < a.rope_dim / 2; f += n) {
+    double sn, c;
+    sincos((double)pos * a.inv_freq[f], &sn, &c);
+    cs[f] = make_float2((float)c, (float)sn);
+  }
+}
 // One head's Q/K epilogue by one warp, in place on x (hd floats in shared
 // memory): + bias (NULL: none), RMSNorm with weight nw (NULL: none), RoPE of
-// the first rope_dim values at position pos (angles in double, as the CPU
-// backend). The warp's lanes must all call it.
+// the first rope_dim values with rope_table's cs. The warp's lanes must all
+// call it.
 static __device__ __forceinline__ void head_post(float *x, const cu_attn_shape &a,
-                                                 const float *bias, const float *nw, int pos,
-                                                 int lane) {
+                                                 const float *bias, const float *nw,
+                                                 const float2 *cs, int lane) {
   const int hd = a.head_dim;
   float ss = 0.0f;
   for (int i = lane; i < hd; i += 32) {
@@ -126,10 +140,8 @@ static __device__ __forceinline__ void head_post(float *x, const cu_attn_shape &
   const int half = a.rope_dim / 2;
   for (int f = lane; f < half; f += 32) {
     int pa = a.rope_neox ? f : 2 * f, pb = a.rope_neox ? f + half : 2 * f + 1;
-    double sn, cs;
-    sincos((double)pos * a.inv_freq[f], &sn, &cs);
     float xa = x[pa], xb = x[pb];
-    x[pa] = xa * (float)cs - xb * (float)sn, x[pb] = xa * (float)sn + xb * (float)cs;
+    x[pa] = xa * cs[f].x - xb * cs[f].y, x[pb] = xa * cs[f].y + xb * cs[f].x;
   }
   __syncwarp();
 }
@@ -145,9 +157,13 @@ int cu_qkv_post(cu_ctx *c, const cu_attn_shape *a, const cu_meta *m, int n, floa
 // kernel does the epilogue itself (unless c->attn_post_apart), else
 // cu_qkv_post runs first.
 enum { ATT_FLASH_MIN_TOKENS = 16 };
+// out_h (NULL: none): the result also lands there as f16 (the GEMM path's
+// activations; the flash kernel then writes only that).
 int cu_attention(cu_ctx *c, const cu_attn_shape *a, const cu_meta *m, int n, int seqs, float *q,
-                 const float *k, const float *v, __half *kc, __half *vc, float *out, int splits,
-                 float *part, wk_error *err);
+                 const float *k, const float *v, __half *kc, __half *vc, float *out,
+                 __half *out_h, int splits, float *part, wk_error *err);
+// y = x as f16 (n values).
+int cu_to_f16(cu_ctx *c, const float *x, __half *y, long n, wk_error *err);
 // The new tokens' K and V before the epilogue, for the decode kernel to
 // finish and write into the cache (kc, vc) itself.
 struct cu_raw_kv {
@@ -180,13 +196,24 @@ int cu_attn_decode(cu_ctx *c, const cu_attn_shape *a, const cu_meta *m, int n, c
 // (token, query head) rows of one kv head, K/V tiles in shared memory.
 // variant: -1 the default configuration, else one from the tuning list in
 // flash_attn.cu (benchmarks).
+// out_h: write the result as f16 there instead of out.
 int cu_flash_attention(cu_ctx *c, const cu_attn_shape *a, const cu_meta *m, int n,
                        const float *q, const __half *kc, const __half *vc, float *out,
-                       int variant, wk_error *err);
+                       __half *out_h, int variant, wk_error *err);
 bool cu_flash_supported(int head_dim);
 
 // g = act(g) * u over n values (0 SwiGLU, 1 GeGLU with tanh).
 int cu_glu(cu_ctx *c, float *g, const float *u, long n, int act, wk_error *err);
+// The GEMM path's f16 activations c->xh = act(g) * u (n values), and
+// c->xh = rmsnorm(x) * w (n rows of dim), for cu_matmul_xh.
+int cu_glu_xh(cu_ctx *c, const float *g, const float *u, long n, int act, wk_error *err);
+int cu_rmsnorm_xh(cu_ctx *c, const float *x, const float *w, float eps, int dim, int n,
+                  wk_error *err);
+// Rewrites n bf16 values at d as f16 in place (*done) unless one of them is
+// finite and outside f16's range (then leaves them). Every other bf16 value
+// is exactly an f16 one (f16 has more significand bits), except below 2^-14
+// where f16 steps by 2^-24.
+int cu_bf16_to_f16(cu_ctx *c, void *d, size_t n, bool *done, wk_error *err);
 // x = cap * tanh(x / cap).
 int cu_softcap(cu_ctx *c, float *x, long n, float cap, wk_error *err);
 

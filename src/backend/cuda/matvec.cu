@@ -293,6 +293,18 @@ int cu_matmul(cu_ctx *c, const cu_weight *w, const float *x, int n, float *y, fl
   // with bf16 activations (8-bit significands).
   k_to_f16<<<cu_div_up(nx, 256), 256, 0, c->st>>>(x, c->xh, nx);
   CK_LAUNCH();
+  return cu_matmul_xh(c, w, n, y, beta, err);
+}
+
+int cu_to_f16(cu_ctx *c, const float *x, __half *y, long n, wk_error *err) {
+  k_to_f16<<<cu_div_up(n, 256), 256, 0, c->st>>>(x, y, n);
+  CK_LAUNCH();
+  return WICK_OK;
+}
+
+int cu_matmul_xh(cu_ctx *c, const cu_weight *w, int n, float *y, float beta, wk_error *err) {
+  if ((size_t)n * w->cols > c->xh_elems)
+    return cu_fail(err, WICK_ERR_RANGE, "cuda: %d x %d activations exceed the f16 buffer", n, w->cols);
   if (w->type == WK_F16)
     return gemm(c, w->d, CUDA_R_16F, w->rows, w->cols, c->xh, n, y, w->rows, beta, err);
   long chunk = (long)(c->wscratch_elems / (size_t)w->cols);
