@@ -126,9 +126,6 @@ __global__ void k_attn_combine(int n_heads, int hd, int splits, const float *__r
 static int attention_warp(cu_ctx *c, const cu_attn_shape *a, const cu_meta *m, int n,
                           const float *q, const __half *kc, const __half *vc, float *out,
                           int splits, float *part, wk_error *err);
-static int attention_f32(cu_ctx *c, const cu_attn_shape *a, const cu_meta *m, int n, int seqs,
-                         float *q, const float *k, const float *v, __half *kc, __half *vc,
-                         float *out, __half *out_h, int splits, float *part, wk_error *err);
 
 int cu_attention_split(cu_ctx *c, const cu_attn_shape *a, const cu_meta *m, int n, const float *q,
                        const __half *kc, const __half *vc, float *out, int splits, float *part,
@@ -173,17 +170,8 @@ static int attention_warp(cu_ctx *c, const cu_attn_shape *a, const cu_meta *m, i
 }
 
 int cu_attention(cu_ctx *c, const cu_attn_shape *a, const cu_meta *m, int n, int seqs, float *q,
-                 const float *k, const float *v, __half *kc, __half *vc, float *out,
-                 __half *out_h, int splits, float *part, wk_error *err) {
-  int st = attention_f32(c, a, m, n, seqs, q, k, v, kc, vc, out, out_h, splits, part, err);
-  if (st || !out_h || (n >= ATT_FLASH_MIN_TOKENS * seqs && cu_flash_supported(a->head_dim)))
-    return st;
-  return cu_to_f16(c, out, out_h, (long)n * a->n_heads * a->head_dim, err);
-}
-
-static int attention_f32(cu_ctx *c, const cu_attn_shape *a, const cu_meta *m, int n, int seqs,
-                         float *q, const float *k, const float *v, __half *kc, __half *vc,
-                         float *out, __half *out_h, int splits, float *part, wk_error *err) {
+                 const float *k, const float *v, __half *kc, __half *vc, float *out, int splits,
+                 float *part, wk_error *err) {
   bool flash = n >= ATT_FLASH_MIN_TOKENS * seqs && cu_flash_supported(a->head_dim);
   if (!flash && n == seqs && !c->attn_warp && !c->attn_post_apart && cu_attn_decode_ok(a) &&
       a->head_dim <= 512) {
@@ -191,6 +179,6 @@ static int attention_f32(cu_ctx *c, const cu_attn_shape *a, const cu_meta *m, in
     return cu_attention_split(c, a, m, n, q, kc, vc, out, splits, part, &raw, err);
   }
   if (int st = cu_qkv_post(c, a, m, n, q, k, v, kc, vc, err)) return st;
-  if (flash) return cu_flash_attention(c, a, m, n, q, kc, vc, out, out_h, -1, err);
+  if (flash) return cu_flash_attention(c, a, m, n, q, kc, vc, out, -1, err);
   return cu_attention_split(c, a, m, n, q, kc, vc, out, splits, part, NULL, err);
 }

@@ -70,7 +70,6 @@ struct upload {
   size_t off;  // bytes used in the arena
   bool dry;    // first pass only counts
   wk_error *err;
-  bool bf16_keep;  // WICK_CUDA_BF16=keep: BF16 matrices stay BF16 (comparison)
 };
 
 static int up_matrix(upload *u, const wk_tensor *t, cu_weight *w) {
@@ -93,17 +92,6 @@ static int up_matrix(upload *u, const wk_tensor *t, cu_weight *w) {
     cudaError_t e = cudaMemcpy(u->s->arena + u->off, t->data, t->nbytes, cudaMemcpyHostToDevice);
     wk_error *err = u->err;
     CK(e);
-    // BF16 matrices become F16 on the device where that is exact (all but
-    // values under 2^-14): the GEMM path then reads them directly instead of
-    // converting them for every product (cuBLAS takes f16 activations with
-    // f16 weights), and the matrix-vector kernels run as fast on either.
-    bool done = false;
-    if (t->type == WK_BF16 && !u->bf16_keep) {
-      CK(cudaDeviceSynchronize());  // the copy from pageable memory may still be landing
-      int st = cu_bf16_to_f16(&u->s->c, (void *)w->d, t->nbytes / 2, &done, err);
-      if (st) return st;
-    }
-    if (done) w->type = WK_F16;
   }
   u->off += align256(t->nbytes);
   return WICK_OK;
@@ -237,12 +225,13 @@ static int cuda_prepare(wk_backend *b, const wk_model *m, const wk_backend_param
   if (p->device < 0 || p->device >= dev_count)
     return cu_fail(err, WICK_ERR_INVALID, "cuda: device %d requested, %d present", p->device, dev_count);
   CK(cudaSetDevice(p->device));
-  // The context reserves each thread's stack for every thread the GPU can
-  // hold (1 KB by default: ~280 MB on an H200). The backend's kernels use no
-  // stack; the driver grows the reservation for a kernel that needs more.
-  // WICK_CUDA_STACK=bytes overrides (comparison).
-  const char *se = getenv("WICK_CUDA_STACK");
-  CK(cudaDeviceSetLimit(cudaLimitStackSize, se ? (size_t)atol(se) : 256));
+  // WICK_CUDA_STACK=bytes: each thread's stack reservation (the context keeps
+  // 1 KB a thread for every thread the GPU can hold, ~280 MB on an H200; 256
+  // saved 0.21 GB in session 3). Not lowered by default: the kernels that
+  // spill or call double-precision sincos take local memory, and a run with
+  // 256 bytes had wrong prefill results that were not traced to their cause.
+  if (const char *se = getenv("WICK_CUDA_STACK"))
+    CK(cudaDeviceSetLimit(cudaLimitStackSize, (size_t)atol(se)));
   CK(cudaStreamCreateWithFlags(&s->c.st, cudaStreamNonBlocking));
   CK(cublasCreate(&s->c.blas));
   CK(cublasSetStream(s->c.blas, s->c.st));
@@ -275,8 +264,7 @@ static int cuda_prepare(wk_backend *b, const wk_model *m, const wk_backend_param
   s->layers = (cu_layer *)wk_calloc((size_t)m->n_layers, sizeof(cu_layer));
   if (!s->layers) return cu_fail(err, WICK_ERR_NOMEM, "cuda: out of host memory");
 
-  const char *be = getenv("WICK_CUDA_BF16");
-  upload u = {s, 0, true, err, be && !strcmp(be, "keep")};
+  upload u = {s, 0, true, err};
   int st = upload_all(&u);
   if (st) return st;
   s->arena_bytes = u.off;
@@ -455,15 +443,10 @@ static int run_layers(cu_state *s, int n, int nl, int splits, wk_error *err) {
                        C->inv_freq, C->q_norm, C->k_norm, C->bq, C->bk, C->bv, m->norm_eps,
                        s->p.kv.block_size, m->attn_scale, m->attn_softcap, C->window};
     RUN(layer_qkv(s, C, n, fold, err));
-    // The GEMM path takes the attention's result as f16 (c->xh) for o.
-    bool gemm = n > c->mv_max_tokens;
-    RUN(cu_attention(c, &a, &s->meta, n, s->n_seqs, s->q, s->k, s->v, kc, vc, s->att,
-                     gemm ? c->xh : NULL, splits, s->part, err));
+    RUN(cu_attention(c, &a, &s->meta, n, s->n_seqs, s->q, s->k, s->v, kc, vc, s->att, splits,
+                     s->part, err));
     float *o_dst = C->post_attn ? s->hb : s->x, o_beta = C->post_attn ? 0.0f : 1.0f;
-    if (gemm)
-      RUN(cu_matmul_xh(c, &C->wo, n, o_dst, o_beta, err));
-    else
-      RUN(cu_matmul(c, &C->wo, s->att, n, o_dst, o_beta, err));
+    RUN(cu_matmul(c, &C->wo, s->att, n, o_dst, o_beta, err));
     if (C->post_attn)
       RUN(cu_rmsnorm(c, s->hb, NULL, C->post_attn, m->norm_eps, m->dim, n, s->x, true, err));
     RUN(layer_ffn(s, C, n, fold, err));

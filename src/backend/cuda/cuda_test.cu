@@ -210,20 +210,6 @@ extern "C" int cuda_test_embed(int type, const void *w, int rows, int cols, cons
   return WICK_OK;
 }
 
-extern "C" int cuda_test_bf16_to_f16(const uint16_t *in, size_t n, uint16_t *out, int *done,
-                                     wk_error *err) {
-  dev_bufs b;
-  TRY(b.init(err));
-  uint16_t *d;
-  TRY(b.alloc(&d, n * 2, err));
-  CK(cudaMemcpy(d, in, n * 2, cudaMemcpyHostToDevice));
-  bool dn = false;
-  TRY(cu_bf16_to_f16(&b.c, d, n, &dn, err));
-  CK(cudaMemcpy(out, d, n * 2, cudaMemcpyDeviceToHost));
-  *done = dn;
-  return WICK_OK;
-}
-
 // The token facts of cuda_test_attn's batch (pos, tseq, bt_off, bt) on the
 // device, and the cu_attn_shape.
 static int attn_setup(dev_bufs &b, const cuda_test_attn *a, cu_meta *m, cu_attn_shape *s,
@@ -249,8 +235,7 @@ static int attn_run(dev_bufs &b, const cuda_test_attn *a, const cu_attn_shape *s
                     const float *dq, const __half *dk, const __half *dv, float *dout, float *dpart,
                     wk_error *err) {
   int n = (a->n_seqs > 0 ? a->n_seqs : 1) * a->n_new;
-  if (a->kernel == 1)
-    return cu_flash_attention(&b.c, s, m, n, dq, dk, dv, dout, NULL, a->variant, err);
+  if (a->kernel == 1) return cu_flash_attention(&b.c, s, m, n, dq, dk, dv, dout, a->variant, err);
   b.c.attn_warp = a->kernel == 2;
   if (a->kernel == 0 && !b.c.attn_cnt) {  // the group kernel's in-kernel merge
     b.c.attn_cnt_n = (size_t)n * s->n_kv_heads;

@@ -68,10 +68,6 @@ int cuda_test_attention(const cuda_test_attn *a, const float *q, const float *k,
 // and q random on the device).
 int cuda_bench_attention(const cuda_test_attn *a, int iters, double *us, wk_error *err);
 
-// The upload's BF16 -> F16 rewrite (cu_bf16_to_f16) of n values: out holds
-// the device's values after it, *done whether it rewrote them.
-int cuda_test_bf16_to_f16(const uint16_t *in, size_t n, uint16_t *out, int *done, wk_error *err);
-
 // One configuration of the matrix-vector benchmark.
 typedef struct cuda_mv_cfg {
   int mode;    // 0: the default kernels (v5 int8 x / v4); 1: v4 (f32 x); 2: streamed kernel,

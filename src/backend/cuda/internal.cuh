@@ -157,13 +157,9 @@ int cu_qkv_post(cu_ctx *c, const cu_attn_shape *a, const cu_meta *m, int n, floa
 // kernel does the epilogue itself (unless c->attn_post_apart), else
 // cu_qkv_post runs first.
 enum { ATT_FLASH_MIN_TOKENS = 16 };
-// out_h (NULL: none): the result also lands there as f16 (the GEMM path's
-// activations; the flash kernel then writes only that).
 int cu_attention(cu_ctx *c, const cu_attn_shape *a, const cu_meta *m, int n, int seqs, float *q,
-                 const float *k, const float *v, __half *kc, __half *vc, float *out,
-                 __half *out_h, int splits, float *part, wk_error *err);
-// y = x as f16 (n values).
-int cu_to_f16(cu_ctx *c, const float *x, __half *y, long n, wk_error *err);
+                 const float *k, const float *v, __half *kc, __half *vc, float *out, int splits,
+                 float *part, wk_error *err);
 // The new tokens' K and V before the epilogue, for the decode kernel to
 // finish and write into the cache (kc, vc) itself.
 struct cu_raw_kv {
@@ -196,10 +192,9 @@ int cu_attn_decode(cu_ctx *c, const cu_attn_shape *a, const cu_meta *m, int n, c
 // (token, query head) rows of one kv head, K/V tiles in shared memory.
 // variant: -1 the default configuration, else one from the tuning list in
 // flash_attn.cu (benchmarks).
-// out_h: write the result as f16 there instead of out.
 int cu_flash_attention(cu_ctx *c, const cu_attn_shape *a, const cu_meta *m, int n,
                        const float *q, const __half *kc, const __half *vc, float *out,
-                       __half *out_h, int variant, wk_error *err);
+                       int variant, wk_error *err);
 bool cu_flash_supported(int head_dim);
 
 // g = act(g) * u over n values (0 SwiGLU, 1 GeGLU with tanh).
@@ -209,11 +204,6 @@ int cu_glu(cu_ctx *c, float *g, const float *u, long n, int act, wk_error *err);
 int cu_glu_xh(cu_ctx *c, const float *g, const float *u, long n, int act, wk_error *err);
 int cu_rmsnorm_xh(cu_ctx *c, const float *x, const float *w, float eps, int dim, int n,
                   wk_error *err);
-// Rewrites n bf16 values at d as f16 in place (*done) unless one of them is
-// finite and outside f16's range (then leaves them). Every other bf16 value
-// is exactly an f16 one (f16 has more significand bits), except below 2^-14
-// where f16 steps by 2^-24.
-int cu_bf16_to_f16(cu_ctx *c, void *d, size_t n, bool *done, wk_error *err);
 // x = cap * tanh(x / cap).
 int cu_softcap(cu_ctx *c, float *x, long n, float cap, wk_error *err);
 

@@ -296,12 +296,6 @@ int cu_matmul(cu_ctx *c, const cu_weight *w, const float *x, int n, float *y, fl
   return cu_matmul_xh(c, w, n, y, beta, err);
 }
 
-int cu_to_f16(cu_ctx *c, const float *x, __half *y, long n, wk_error *err) {
-  k_to_f16<<<cu_div_up(n, 256), 256, 0, c->st>>>(x, y, n);
-  CK_LAUNCH();
-  return WICK_OK;
-}
-
 int cu_matmul_xh(cu_ctx *c, const cu_weight *w, int n, float *y, float beta, wk_error *err) {
   if ((size_t)n * w->cols > c->xh_elems)
     return cu_fail(err, WICK_ERR_RANGE, "cuda: %d x %d activations exceed the f16 buffer", n, w->cols);

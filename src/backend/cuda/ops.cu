@@ -80,16 +80,14 @@ int cu_rmsnorm_xh(cu_ctx *c, const float *x, const float *w, float eps, int dim,
   return rmsnorm(c, x, (const int32_t *)NULL, w, eps, dim, n, c->xh, false, err);
 }
 
-// grid (n tokens, head groups), 4 warps: the token's RoPE angles (rope_table,
-// once a block), then warp w the heads w, w + 4, ... of the block's group of
-// hpb among the n_heads query, n_kv_heads K and n_kv_heads V heads
-// (head_post in shared memory; V takes its bias only).
+// grid (n tokens), 4 warps: the token's RoPE angles once (rope_table), then
+// warp w the heads w, w + 4, ... of the n_heads query, n_kv_heads K and
+// n_kv_heads V heads (head_post in shared memory; V takes its bias only).
 enum { QP_WARPS = 4, QP_MAX_HD = 512 };
 
 __global__ void __launch_bounds__(QP_WARPS * 32)
     k_qkv_post(cu_attn_shape a, cu_meta m, float *__restrict__ q, const float *__restrict__ k,
-               const float *__restrict__ v, __half *__restrict__ kc, __half *__restrict__ vc,
-               int hpb) {
+               const float *__restrict__ v, __half *__restrict__ kc, __half *__restrict__ vc) {
   __shared__ float hv[QP_WARPS][QP_MAX_HD];
   __shared__ float2 cs[QP_MAX_HD / 2];
   pdl_launch_next();
@@ -100,8 +98,7 @@ __global__ void __launch_bounds__(QP_WARPS * 32)
   __syncthreads();
   size_t slot = (size_t)m.slot[t];
   float *x = hv[w];
-  const int h1 = min(nq + 2 * nkv, (int)(blockIdx.y + 1) * hpb);
-  for (int h = blockIdx.y * hpb + w; h < h1; h += QP_WARPS) {
+  for (int h = w; h < nq + 2 * nkv; h += QP_WARPS) {
     if (h >= nq + nkv) {  // V head: bias, then into the cache
       int hh = h - nq - nkv;
       const float *src = v + ((size_t)t * nkv + hh) * hd;
@@ -130,11 +127,7 @@ int cu_qkv_post(cu_ctx *c, const cu_attn_shape *a, const cu_meta *m, int n, floa
   if (a->head_dim % 32 || a->head_dim > QP_MAX_HD)
     return cu_fail(err, WICK_ERR_UNSUPPORTED, "cuda: head_dim %d (expected a multiple of 32, <= %d)",
                    a->head_dim, (int)QP_MAX_HD);
-  // Few tokens (decode): a head a warp, for parallelism; many: 16 heads a
-  // block, so each block's angles serve more heads.
-  int heads = a->n_heads + 2 * a->n_kv_heads, hpb = n < 64 ? QP_WARPS : 4 * QP_WARPS;
-  CK(cu_launch(c->pdl, c->st, dim3(n, cu_div_up(heads, hpb)), dim3(QP_WARPS * 32), 0, k_qkv_post,
-               *a, *m, q, k, v, kc, vc, hpb));
+  CK(cu_launch(c->pdl, c->st, dim3(n), dim3(QP_WARPS * 32), 0, k_qkv_post, *a, *m, q, k, v, kc, vc));
   CK_LAUNCH();
   return WICK_OK;
 }
@@ -164,40 +157,6 @@ int cu_glu_xh(cu_ctx *c, const float *g, const float *u, long n, int act, wk_err
     return cu_fail(err, WICK_ERR_RANGE, "cuda: %ld activations exceed the f16 buffer", n);
   k_glu_h<<<cu_div_up(n, 256), 256, 0, c->st>>>(g, u, c->xh, n, act);
   CK_LAUNCH();
-  return WICK_OK;
-}
-
-// Sets *big when a bf16 value (a code of n) is finite and would overflow f16.
-__global__ void k_bf16_big(const uint16_t *__restrict__ p, size_t n, int *big) {
-  size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= n) return;
-  float f = __uint_as_float((uint32_t)p[i] << 16);
-  if (isfinite(f) && fabsf(f) >= 65520.0f) *big = 1;
-}
-
-__global__ void k_bf16_to_f16(uint16_t *p, size_t n) {
-  size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= n) return;
-  __half h = __float2half_rn(__uint_as_float((uint32_t)p[i] << 16));
-  p[i] = *(uint16_t *)&h;
-}
-
-int cu_bf16_to_f16(cu_ctx *c, void *d, size_t n, bool *done, wk_error *err) {
-  *done = false;
-  int *big, hb = 0;
-  CK(cudaMalloc((void **)&big, sizeof(int)));
-  cudaError_t e = cudaMemsetAsync(big, 0, sizeof(int), c->st);
-  unsigned grid = (unsigned)((n + 255) / 256);
-  if (e == cudaSuccess) k_bf16_big<<<grid, 256, 0, c->st>>>((const uint16_t *)d, n, big);
-  if (e == cudaSuccess) e = cudaGetLastError();
-  if (e == cudaSuccess) e = cudaMemcpyAsync(&hb, big, sizeof(int), cudaMemcpyDeviceToHost, c->st);
-  if (e == cudaSuccess) e = cudaStreamSynchronize(c->st);
-  cudaFree(big);
-  CK(e);
-  if (hb) return WICK_OK;
-  k_bf16_to_f16<<<grid, 256, 0, c->st>>>((uint16_t *)d, n);
-  CK_LAUNCH();
-  *done = true;
   return WICK_OK;
 }
 
