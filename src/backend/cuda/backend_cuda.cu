@@ -227,9 +227,10 @@ static int cuda_prepare(wk_backend *b, const wk_model *m, const wk_backend_param
   CK(cudaSetDevice(p->device));
   // WICK_CUDA_STACK=bytes: each thread's stack reservation (the context keeps
   // 1 KB a thread for every thread the GPU can hold, ~280 MB on an H200; 256
-  // saved 0.21 GB in session 3). Not lowered by default: the kernels that
-  // spill or call double-precision sincos take local memory, and a run with
-  // 256 bytes had wrong prefill results that were not traced to their cause.
+  // saved 0.21 GB in session 3, and parity held with it). Not lowered by
+  // default: kernels that spill or call double-precision sincos take local
+  // memory, and the one run with wrong prefill results (changes since taken
+  // out, cause not found) had it lowered.
   if (const char *se = getenv("WICK_CUDA_STACK"))
     CK(cudaDeviceSetLimit(cudaLimitStackSize, (size_t)atol(se)));
   CK(cudaStreamCreateWithFlags(&s->c.st, cudaStreamNonBlocking));
