@@ -1,4 +1,4 @@
-// Attention kernel timing on the device (built by bench/cuda/fa.sh against
+// Attention kernel timing on the device (built by bench/cuda/session.sh against
 // the project's static libraries): causal attention of the Llama-3-8B shape
 // (32 query heads, 8 kv heads, head dim 128) through the split kernel and
 // the flash kernel's configurations, and the flash kernel at head dims 64

@@ -1,4 +1,4 @@
-// CUDA benchmarks (built by bench/cuda/run.sh against the project's static
+// CUDA benchmarks (built by bench/cuda/session.sh against the project's static
 // libraries): machine ceilings, matrix-vector bandwidth per weight type, and
 // prefill/decode speed of a whole model through the backend contract.
 //   bench_cuda ceil
