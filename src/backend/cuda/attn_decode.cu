@@ -29,8 +29,9 @@
 
 enum { AD_THREADS = 128, AD_KT = 32, AD_STAGES = 3 };
 
-// Shared memory of one block: K and V stages, q (scaled), scores/p, and per
-// head the running max, sum and this tile's correction.
+// Shared memory of one block: K and V stages, the RoPE angles, q (scaled),
+// scores/p, per head the running max, sum and this tile's correction, and
+// the new key's K and V (f32, before they are rounded into the tile).
 template <int HD>
 struct ad_smem {
   static constexpr int ROW = HD + 8;  // halves a K/V row (16 bytes of padding)
