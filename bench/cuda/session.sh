@@ -75,23 +75,23 @@ fi
 cmake -S . -B $B -DCMAKE_BUILD_TYPE=Release > "$OUT/cmake.log" 2>&1 || { say "cmake failed"; exit 1; }
 cmake --build $B --target wick_cli test_cuda_kernels test_cuda_parity test_cuda_topk -j"$NP" \
   > "$OUT/build.log" 2>&1 || { say "build failed"; grep -E "error" "$OUT/build.log" | head; exit 1; }
-gcc -std=c11 -O2 -D_GNU_SOURCE -DWICK_HAVE_CUDA=1 -Isrc -Iinclude bench/cuda/bench_cuda.c \
-  $B/libwick.a $B/libwick_cuda.a -L/usr/local/cuda/lib64 -lcudart -lcublas -lcublasLt \
-  $(pkg-config --libs libpcre2-8 2>/dev/null || echo -lpcre2-8) -lpthread -lm -lstdc++ -ldl \
-  -o $B/bench_cuda >> "$OUT/build.log" 2>&1 || say "bench_cuda build failed"
-gcc -std=c11 -O2 -D_GNU_SOURCE -DWICK_HAVE_CUDA=1 -Isrc -Iinclude bench/cuda/bench_attn.c \
-  $B/libwick_cuda.a $B/libwick.a $B/libwick_cuda.a -L/usr/local/cuda/lib64 -lcudart -lcublas -lcublasLt \
-  $(pkg-config --libs libpcre2-8 2>/dev/null || echo -lpcre2-8) -lpthread -lm -lstdc++ -ldl \
-  -o $B/bench_attn >> "$OUT/build.log" 2>&1 || say "bench_attn build failed"
+# Links a benchmark (bench/cuda/NAME.c) against the build's libraries into OUTFILE.
+link_bench() {
+  gcc -std=c11 -O2 -D_GNU_SOURCE -DWICK_HAVE_CUDA=1 -Isrc -Iinclude "bench/cuda/$1.c" \
+    $B/libwick_cuda.a $B/libwick.a $B/libwick_cuda.a -L/usr/local/cuda/lib64 -lcudart -lcublas \
+    -lcublasLt $(pkg-config --libs libpcre2-8 2>/dev/null || echo -lpcre2-8) -lpthread -lm \
+    -lstdc++ -ldl -o "$2"
+}
+for b in bench_cuda bench_attn; do
+  link_bench $b $B/$b >> "$OUT/build.log" 2>&1 || say "$b build failed"
+done
 REFB=
 if [ -f ref/CMakeLists.txt ]; then  # the reference tree's bench_cuda, beside the tests
   (cd ref && ln -sfn ../.debs .debs 2>/dev/null
    cmake -S . -B $B -DCMAKE_BUILD_TYPE=Release > "$OUT/ref-build.log" 2>&1 &&
      cmake --build $B --target wick_cuda wick -j"$NP" >> "$OUT/ref-build.log" 2>&1 &&
-     gcc -std=c11 -O2 -D_GNU_SOURCE -DWICK_HAVE_CUDA=1 -Isrc -Iinclude bench/cuda/bench_cuda.c \
-       $B/libwick.a $B/libwick_cuda.a -L/usr/local/cuda/lib64 -lcudart -lcublas -lcublasLt \
-       $(pkg-config --libs libpcre2-8 2>/dev/null || echo -lpcre2-8) -lpthread -lm -lstdc++ -ldl \
-       -o ../$B/bench_cuda_ref >> "$OUT/ref-build.log" 2>&1 || echo "reference build failed" >> "$LOG") &
+     link_bench bench_cuda ../$B/bench_cuda_ref >> "$OUT/ref-build.log" 2>&1 ||
+     echo "reference build failed" >> "$LOG") &
   REFB=$!
 fi
 say "== build: $(since)"

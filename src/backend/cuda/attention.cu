@@ -173,8 +173,7 @@ int cu_attention(cu_ctx *c, const cu_attn_shape *a, const cu_meta *m, int n, int
                  const float *k, const float *v, __half *kc, __half *vc, float *out, int splits,
                  float *part, wk_error *err) {
   bool flash = n >= ATT_FLASH_MIN_TOKENS * seqs && cu_flash_supported(a->head_dim);
-  if (!flash && n == seqs && !c->attn_warp && !c->attn_post_apart && cu_attn_decode_ok(a) &&
-      a->head_dim <= 512) {
+  if (!flash && n == seqs && !c->attn_warp && !c->attn_post_apart && cu_attn_decode_ok(a)) {
     cu_raw_kv raw = {k, v, kc, vc};
     return cu_attention_split(c, a, m, n, q, kc, vc, out, splits, part, &raw, err);
   }

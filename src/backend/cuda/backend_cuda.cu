@@ -58,6 +58,7 @@ struct cu_state {
   int max_ctx;  // longest context of the batch being run
   int n_seqs;   // sequences of the batch being run
   int sms;      // multiprocessors of the device
+  int attn_blocks_per_token;  // split attention's blocks a token and split (kv or query heads)
   cudaGraphExec_t graphs[GRAPH_MAX_N + 1][GRAPH_MAX_N + 1][ATT_SPLIT_LOG_MAX + 1];
 };
 
@@ -262,6 +263,10 @@ static int cuda_prepare(wk_backend *b, const wk_model *m, const wk_backend_param
   s->c.attn_merge_off = ae && !strcmp(ae, "nomerge");
   s->c.attn_post_apart = ae && !strcmp(ae, "postapart");
   CK(cudaDeviceGetAttribute(&s->sms, cudaDevAttrMultiProcessorCount, p->device));
+  cu_attn_shape as = {};
+  as.n_heads = m->n_heads, as.n_kv_heads = m->n_kv_heads, as.head_dim = m->head_dim;
+  s->attn_blocks_per_token =
+      !s->c.attn_warp && cu_attn_decode_ok(&as) ? m->n_kv_heads : m->n_heads;
   s->layers = (cu_layer *)wk_calloc((size_t)m->n_layers, sizeof(cu_layer));
   if (!s->layers) return cu_fail(err, WICK_ERR_NOMEM, "cuda: out of host memory");
 
@@ -335,11 +340,7 @@ static int cuda_prepare(wk_backend *b, const wk_model *m, const wk_backend_param
 // warp kernel), ATT_SPLIT_KEYS keys or more a split, a power of two (few
 // graph shapes); 1 when the batch alone fills the GPU.
 static int attn_splits_log2(const cu_state *s, int n, int max_ctx) {
-  const wk_model *m = s->m;
-  cu_attn_shape a = {};
-  a.n_heads = m->n_heads, a.n_kv_heads = m->n_kv_heads, a.head_dim = m->head_dim;
-  int pairs = n * m->n_heads, lg = 0;
-  int units = !s->c.attn_warp && cu_attn_decode_ok(&a) ? n * m->n_kv_heads : pairs;
+  int pairs = n * s->m->n_heads, lg = 0, units = n * s->attn_blocks_per_token;
   while (lg < ATT_SPLIT_LOG_MAX && (pairs << (lg + 1)) <= ATT_PART_PAIRS &&
          (ATT_SPLIT_KEYS << (lg + 1)) <= max_ctx && ((long)units << lg) < 4L * s->sms)
     lg++;

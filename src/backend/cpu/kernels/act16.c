@@ -167,11 +167,7 @@ SCALAR_TYPE(q6_k, WK_Q6_K)
 SCALAR_TYPE(iq4_xs, WK_IQ4_XS)
 
 int wk_act16_scalar_find(int type, wk_vec_dot_fn *dot, wk_gemm_fn *gemm) {
-  static const struct {
-    int type;
-    wk_vec_dot_fn dot;
-    wk_gemm_fn gemm;
-  } rows[] = {
+  static const wk_act16_row rows[] = {
       {WK_Q4_0, q4_0_dot, q4_0_gemm}, {WK_Q4_1, q4_1_dot, q4_1_gemm},
       {WK_Q5_0, q5_0_dot, q5_0_gemm}, {WK_Q5_1, q5_1_dot, q5_1_gemm},
       {WK_Q8_0, q8_0_dot, q8_0_gemm}, {WK_IQ4_NL, iq4_nl_dot, iq4_nl_gemm},
@@ -179,7 +175,12 @@ int wk_act16_scalar_find(int type, wk_vec_dot_fn *dot, wk_gemm_fn *gemm) {
       {WK_Q4_K, q4_k_dot, q4_k_gemm}, {WK_Q5_K, q5_k_dot, q5_k_gemm},
       {WK_Q6_K, q6_k_dot, q6_k_gemm}, {WK_IQ4_XS, iq4_xs_dot, iq4_xs_gemm},
   };
-  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+  return wk_act16_lookup(rows, sizeof rows / sizeof rows[0], type, dot, gemm);
+}
+
+int wk_act16_lookup(const wk_act16_row *rows, size_t n, int type, wk_vec_dot_fn *dot,
+                    wk_gemm_fn *gemm) {
+  for (size_t i = 0; i < n; i++)
     if (rows[i].type == type) {
       *dot = rows[i].dot;
       *gemm = rows[i].gemm;

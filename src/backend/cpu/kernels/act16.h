@@ -113,6 +113,15 @@ void wk_act16_quantize(const float *x, void *xq, int64_t n);    // WK_ACT_A16
 void wk_act16k_quantize(const float *x, void *xq, int64_t n);   // WK_ACT_A16K
 void wk_act16_avx2_quantize(const float *x, void *xq, int64_t n);   // same bytes
 void wk_act16k_avx2_quantize(const float *x, void *xq, int64_t n);  // same bytes
+// One type's kernels in a level's table, and the lookup over such a table:
+// fills *dot and *gemm and returns 1 when the table has `type`.
+typedef struct wk_act16_row {
+  int type;
+  wk_vec_dot_fn dot;
+  wk_gemm_fn gemm;
+} wk_act16_row;
+int wk_act16_lookup(const wk_act16_row *rows, size_t n, int type, wk_vec_dot_fn *dot,
+                    wk_gemm_fn *gemm);
 // Per-level lookups: fill *dot and *gemm, return 1 when the level has `type`.
 int wk_act16_scalar_find(int type, wk_vec_dot_fn *dot, wk_gemm_fn *gemm);
 int wk_act16_avx2_find(int type, wk_vec_dot_fn *dot, wk_gemm_fn *gemm);

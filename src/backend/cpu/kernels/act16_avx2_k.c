@@ -398,19 +398,9 @@ int wk_act16_avx2_dequant_k(int type, const uint8_t *src, float *dst, int64_t nb
 }
 
 int wk_act16_avx2_k_find(int type, wk_vec_dot_fn *dot, wk_gemm_fn *gemm) {
-  static const struct {
-    int type;
-    wk_vec_dot_fn dot;
-    wk_gemm_fn gemm;
-  } rows[] = {
+  static const wk_act16_row rows[] = {
       A16_ROW(WK_Q2_K, q2_k), A16_ROW(WK_Q3_K, q3_k), A16_ROW(WK_Q4_K, q4_k),
       A16_ROW(WK_Q5_K, q5_k), A16_ROW(WK_Q6_K, q6_k), A16_ROW(WK_IQ4_XS, iq4_xs),
   };
-  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
-    if (rows[i].type == type) {
-      *dot = rows[i].dot;
-      *gemm = rows[i].gemm;
-      return 1;
-    }
-  return 0;
+  return wk_act16_lookup(rows, sizeof rows / sizeof rows[0], type, dot, gemm);
 }

@@ -318,19 +318,10 @@ int wk_act16_avx2_dequant_q(int type, const uint8_t *src, float *dst, int64_t nb
 }
 
 int wk_act16_avx2_find(int type, wk_vec_dot_fn *dot, wk_gemm_fn *gemm) {
-  static const struct {
-    int type;
-    wk_vec_dot_fn dot;
-    wk_gemm_fn gemm;
-  } rows[] = {
+  static const wk_act16_row rows[] = {
       A16_ROW(WK_Q4_0, q4_0), A16_ROW(WK_Q4_1, q4_1), A16_ROW(WK_Q5_0, q5_0),
       A16_ROW(WK_Q5_1, q5_1), A16_ROW(WK_Q8_0, q8_0), A16_ROW(WK_IQ4_NL, iq4_nl),
   };
-  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
-    if (rows[i].type == type) {
-      *dot = rows[i].dot;
-      *gemm = rows[i].gemm;
-      return 1;
-    }
-  return wk_act16_avx2_k_find(type, dot, gemm);
+  return wk_act16_lookup(rows, sizeof rows / sizeof rows[0], type, dot, gemm) ||
+         wk_act16_avx2_k_find(type, dot, gemm);
 }
