@@ -4,7 +4,8 @@
 //   bench_cuda ceil
 //   bench_cuda matvec COPY_GBPS
 //   bench_cuda sweep COPY_GBPS          (shapes of the streamed matrix-vector kernel)
-//   bench_cuda mvone TYPE               (one plain launch per shape, for ncu)
+//   bench_cuda mvone TYPE [PATH]        (one plain launch per shape, for ncu; PATH as
+//                                        cuda_test_matmul's, default 0)
 //   bench_cuda model FILE [prefill_tokens [chunk [decode_steps]]]
 // Lines starting "RESULT" are for scripts; the rest is a readable table.
 #include <stdint.h>
@@ -73,9 +74,16 @@ static int bench_matvec(double copy_gbps) {
                               WK_Q8_0, WK_Q4_K, WK_Q5_K, WK_Q6_K, WK_FP8_E4M3, WK_FP8_E5M2};
   // The default kernels (int8 x, v5, for the quantized types; v4 for the
   // others), f32 x (v4; quantized types), the streamed kernel, and the same
-  // with programmatic dependent launch between the timed launches.
-  static const cuda_mv_cfg cfg[] = {{0, 0, 0, 0, 0}, {1, 0, 0, 0, 0}, {2, 0, 0, 0, 0}, {2, 1, 0, 0, 0}};
-  static const char *cname[] = {"", "/f32x", "/stream", "/stream+pdl"};
+  // with programmatic dependent launch between the timed launches; the
+  // register-streamed kernel (its types only), with dependent launch, and
+  // at its other (threads, rows a step, items in flight) shapes.
+  static const cuda_mv_cfg cfg[] = {{0, 0, 0, 0, 0}, {1, 0, 0, 0, 0}, {2, 0, 0, 0, 0},
+                                    {2, 1, 0, 0, 0}, {4, 0, 0, 0, 0}, {4, 1, 0, 0, 0},
+                                    {4, 0, 1, 0, 0}, {4, 0, 2, 0, 0}, {4, 0, 3, 0, 0}};
+  static const char *cname[] = {"",     "/f32x",    "/stream",      "/stream+pdl",
+                                "/reg", "/reg+pdl", "/reg 1024/1/1", "/reg 512/2/1",
+                                "/reg 768/1/2"};
+  enum { NC = sizeof cfg / sizeof cfg[0] };
   const int64_t A = 4096, B = 14336;
   wk_pool *pool = wk_pool_create((int)sysconf(_SC_NPROCESSORS_ONLN));
   printf("%-14s %18s %8s %8s %6s   %18s %8s %8s %6s\n", "type", "4096x14336 (rows x cols)", "us", "GB/s",
@@ -85,10 +93,10 @@ static int bench_matvec(double copy_gbps) {
     size_t bytes = wk_row_size(t, B) * A;  // same bytes either shape
     uint8_t *w = make_weights(pool, t, A, B);
     int quant = t != WK_F32 && t != WK_F16 && t != WK_BF16 && t != WK_FP8_E4M3 && t != WK_FP8_E5M2;
-    double us[8];
-    if (time_cfgs(t, w, cfg, 4, 200, us)) return 1;
-    for (int c = 0; c < 4; c++) {
-      if (c == 1 && !quant) continue;
+    double us[2 * NC];
+    if (time_cfgs(t, w, cfg, NC, 200, us)) return 1;
+    for (int c = 0; c < NC; c++) {
+      if ((c == 1 && !quant) || us[2 * c] <= 0 || us[2 * c + 1] <= 0) continue;
       double g0 = bytes / us[2 * c] / 1e3, g1 = bytes / us[2 * c + 1] / 1e3;
       char name[32];
       snprintf(name, sizeof name, "%s%s", wk_type_get(t)->name, cname[c]);
@@ -144,7 +152,7 @@ static int bench_sweep(double copy_gbps) {
   return 0;
 }
 
-static int bench_mvone(const char *tname) {
+static int bench_mvone(const char *tname, int path) {
   int t = wk_type_from_name(tname);
   if (t < 0) return 2;
   wk_pool *pool = wk_pool_create((int)sysconf(_SC_NPROCESSORS_ONLN));
@@ -154,7 +162,7 @@ static int bench_mvone(const char *tname) {
   for (int64_t i = 0; i < B; i++) x[i] = (float)(i % 97) / 97.0f - 0.5f;
   wk_error err = {{0}};
   for (int sh = 0; sh < 2; sh++)
-    if (cuda_test_matmul(t, w, sh ? (int)B : (int)A, sh ? (int)A : (int)B, x, 1, y, 0, &err)) {
+    if (cuda_test_matmul(t, w, sh ? (int)B : (int)A, sh ? (int)A : (int)B, x, 1, y, path, &err)) {
       printf("FAIL: %s\n", err.msg);
       return 1;
     }
@@ -186,7 +194,7 @@ static int bench_model(const char *path, int n_prefill, int chunk, int n_decode)
     printf("FAIL: %s: %s\n", path, err.msg);
     return 1;
   }
-  int bs = 16, nb = (n_prefill + n_decode + 64 + bs - 1) / bs;
+  int bs = 16, nb = (n_prefill + n_decode + 1 + bs - 1) / bs;  // the KV cache: the context exactly
   wk_backend_params bp = {chunk, 1, 1, 1, 0, 0, {bs, nb}};
   wk_backend *b = backend_cuda_create();
   if (b->prepare(b, &m, &bp, &err)) {
@@ -259,6 +267,11 @@ static int bench_model(const char *path, int n_prefill, int chunk, int n_decode)
            use_topk ? "device argmax" : "whole logits, host argmax", med * 1e3, 1.0 / med, dt[0] * 1e3);
     printf("RESULT decode %d %.4f %.1f\n", p0, med * 1e3, 1.0 / med);
   }
+  // Again after prefill and decode ran: cuBLAS and the kernels loaded,
+  // thread stacks raised where a kernel needed it.
+  cuda_bench_mem_used(&used, &total);
+  printf("device memory in use after the runs: %.2f GB\n", used / 1e9);
+  printf("RESULT memory_after %.3f\n", used / 1e9);
   b->destroy(b);
   model_free(&m);
   gguf_close(f);
@@ -285,7 +298,8 @@ int main(int argc, char **argv) {
   }
   if (argc >= 3 && !strcmp(argv[1], "matvec")) return bench_matvec(atof(argv[2]));
   if (argc >= 3 && !strcmp(argv[1], "sweep")) return bench_sweep(atof(argv[2]));
-  if (argc >= 3 && !strcmp(argv[1], "mvone")) return bench_mvone(argv[2]);
+  if (argc >= 3 && !strcmp(argv[1], "mvone"))
+    return bench_mvone(argv[2], argc > 3 ? atoi(argv[3]) : 0);
   if (argc >= 3 && !strcmp(argv[1], "model"))
     return bench_model(argv[2], argc > 3 ? atoi(argv[3]) : 4096, argc > 4 ? atoi(argv[4]) : 1024,
                        argc > 5 ? atoi(argv[5]) : 128);

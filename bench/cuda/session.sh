@@ -3,7 +3,7 @@
 #   bench/cuda/session.sh            every step below but sweep and ncu
 #   STEPS="tests model" AB="WICK_CUDA_ATTN=warp" bench/cuda/session.sh
 # Steps (STEPS, space-separated):
-#   tests   kernel tests and device top-k (beside parity: the references are host work)
+#   tests   kernel tests, the decode attention's Q/K/V epilogue test and device top-k (beside parity: the references are host work)
 #   parity  CPU exact vs CUDA default kernels on the synthetic models (synth.sh) and
 #           the trimmed real models in models-trim/; again under each setting in PARITY_AB
 #   ceil    copy bandwidth and cuBLAS bf16 rate
@@ -17,10 +17,11 @@
 #           that folder holds another tree (e.g. `git archive COMMIT`); memory with 512-token
 #           batches for the first type
 #   attn    decode attention alone (bench_attn decode: kernels x splits, 4096 and 16384 keys)
-#   ncu     per-kernel times of one decode step (2-layer 8B-shape Q4_K_M, context NCU_CTX,
-#           default 4096, 0 to skip; dependent launch and graphs off: ncu failed a launch with
-#           them), the matrix-vector kernel's profile sections (NCU_MV: TYPE or TYPE:PATH of
-#           bench_cuda mvone, default q4_k f16) and with attn the decode attention's, and the matrix-vector kernel's profile sections (q4_k, f16)
+#   ncu     per-kernel times of one decode step (2-layer 8B-shape models of NCU_TYPES, default
+#           q4_k_m; context NCU_CTX, default 4096, 0 to skip; dependent launch and graphs off:
+#           ncu failed a launch with them), the matrix-vector kernel's profile sections (NCU_MV:
+#           TYPE or TYPE:PATH of bench_cuda mvone, default "q4_k f16", empty for none) and with
+#           attn the decode attention's
 # Logs go to $OUT (run.log the summary). Carry .debs and models-trim; make them here with:
 #   mkdir -p .debs && (cd .debs && apt-get download libpcre2-dev libpcre2-8-0 \
 #     libpcre2-16-0 libpcre2-32-0 libpcre2-posix3 pkgconf pkgconf-bin libpkgconf3)
@@ -58,8 +59,10 @@ if has model || has cpu || has ncu; then
     cmake --build $B-cpu --target wick_cli test_kernels test_kernels_act -j"$NP" >> "$OUT/cpu-build.log" 2>&1 ||
     echo "cpu build failed" >> "$LOG"
    if has ncu; then
-     $B-cpu/wick mkmodel --arch llama --like llama3-8b --layers 2 --type q4_k_m -o /tmp/8b2.part \
-       > /dev/null 2>&1 && mv /tmp/8b2.part /tmp/8b2.gguf
+     for ty in ${NCU_TYPES:-q4_k_m}; do
+       $B-cpu/wick mkmodel --arch llama --like llama3-8b --layers 2 --type $ty -o /tmp/8b2.part \
+         > /dev/null 2>&1 && mv /tmp/8b2.part /tmp/8b2-$ty.gguf
+     done
    fi
    if has model; then
      for ty in $TYPES; do
@@ -73,7 +76,7 @@ if has model || has cpu || has ncu; then
 fi
 
 cmake -S . -B $B -DCMAKE_BUILD_TYPE=Release > "$OUT/cmake.log" 2>&1 || { say "cmake failed"; exit 1; }
-cmake --build $B --target wick_cli test_cuda_kernels test_cuda_parity test_cuda_topk -j"$NP" \
+cmake --build $B --target wick_cli test_cuda_kernels test_cuda_attn_post test_cuda_parity test_cuda_topk -j"$NP" \
   > "$OUT/build.log" 2>&1 || { say "build failed"; grep -E "error" "$OUT/build.log" | head; exit 1; }
 # Links a benchmark (bench/cuda/NAME.c) against the build's libraries into OUTFILE.
 link_bench() {
@@ -99,7 +102,8 @@ say "== build: $(since)"
 KT=
 if has tests; then
   (timeout 400 $B/test_cuda_kernels > "$OUT/kernels.log" 2>&1; echo "rc=$?" >> "$OUT/kernels.log"
-   timeout 60 $B/test_cuda_topk > "$OUT/topk.log" 2>&1; echo "rc=$?" >> "$OUT/topk.log") &
+   timeout 60 $B/test_cuda_topk > "$OUT/topk.log" 2>&1; echo "rc=$?" >> "$OUT/topk.log"
+   timeout 200 $B/test_cuda_attn_post > "$OUT/attnpost.log" 2>&1; echo "rc=$?" >> "$OUT/attnpost.log") &
   KT=$!
 fi
 if has parity; then
@@ -124,6 +128,8 @@ if [ -n "$KT" ]; then
   grep -E "FAIL|passed|failed" "$OUT/kernels.log" | head -20 | tee -a "$LOG"
   grep -E "^attention" "$OUT/kernels.log" >> "$LOG"
   say "== device top-k $(tail -1 "$OUT/topk.log"): $(tail -2 "$OUT/topk.log" | head -1)"
+  say "== attention epilogue test $(tail -1 "$OUT/attnpost.log"), $(grep -c FAIL "$OUT/attnpost.log") FAIL lines"
+  grep -E "FAIL" "$OUT/attnpost.log" | head -10 | tee -a "$LOG"
 fi
 
 BW=4235
@@ -164,12 +170,15 @@ fi
 if has ncu; then
   NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2>/dev/null | head -1)
   C=${NCU_CTX:-4096}
-  [ "$C" = 0 ] || say "== ncu ($NCU): decode step, 2-layer 8B-shape Q4_K_M, context $C ($(since))"
-  [ "$C" = 0 ] || WICK_CUDA_PDL=0 WICK_CUDA_GRAPHS=0 timeout 150 $NCU --clock-control none \
-    --metrics gpu__time_duration.sum --print-summary per-kernel $B/bench_cuda model /tmp/8b2.gguf "$C" "$C" 4 > "$OUT/ncu_decode.log" 2>&1
-  [ "$C" = 0 ] || grep -E "^ +[a-zA-Z_].*\(|gpu__time_duration" "$OUT/ncu_decode.log" | sed "s/(.*//" | paste - - |
-    awk '{print $1, $(NF-2), $(NF-1), $NF}' | head -40 | tee -a "$LOG"
-  for tp in ${NCU_MV:-q4_k f16}; do  # TYPE or TYPE:PATH (bench_cuda mvone)
+  for ty in ${NCU_TYPES:-q4_k_m}; do
+    [ "$C" = 0 ] && break
+    say "== ncu ($NCU): decode step, 2-layer 8B-shape $ty, context $C ($(since))"
+    WICK_CUDA_PDL=0 WICK_CUDA_GRAPHS=0 timeout 150 $NCU --clock-control none \
+      --metrics gpu__time_duration.sum --print-summary per-kernel $B/bench_cuda model /tmp/8b2-$ty.gguf "$C" "$C" 4 > "$OUT/ncu_decode_$ty.log" 2>&1
+    grep -E "^ +[a-zA-Z_].*\(|gpu__time_duration" "$OUT/ncu_decode_$ty.log" | sed "s/(.*//" | paste - - |
+      awk '{print $1, $(NF-2), $(NF-1), $NF}' | head -40 | tee -a "$LOG"
+  done
+  for tp in ${NCU_MV-q4_k f16}; do  # TYPE or TYPE:PATH (bench_cuda mvone)
     ty=${tp%%:*} path=${tp#*:}
     [ "$path" = "$tp" ] && path=
     timeout 90 $NCU --clock-control none -k regex:k_m --launch-count 1 --section SpeedOfLight \
@@ -199,11 +208,11 @@ if has model; then
       grep -E "FAIL|error" /tmp/one.log | head -3 | tee -a "$LOG"
     done
     if [ $first = 1 ]; then
-      say "== $ty: 4096-token context, 512-token batches (memory); whole logits copied back"
-      WICK_BENCH_TOPK=0 timeout 90 $B/bench_cuda model $f 4096 512 32 2>&1 |
+      say "== $ty: 4096-token context (4064 + 31 + 1), 512-token batches (memory); whole logits copied back"
+      WICK_BENCH_TOPK=0 timeout 90 $B/bench_cuda model $f 4064 512 31 2>&1 |
         sed "s/^RESULT /RESULT $ty ctx4096-b512 /" | tee -a "$LOG"
       say "-- the same with the context's default 1 KB thread stacks (WICK_CUDA_STACK=1024)"
-      WICK_CUDA_STACK=1024 WICK_BENCH_TOPK=0 timeout 90 $B/bench_cuda model $f 4096 512 4 2>&1 |
+      WICK_CUDA_STACK=1024 WICK_BENCH_TOPK=0 timeout 90 $B/bench_cuda model $f 4064 512 31 2>&1 |
         grep -E "^model" | tee -a "$LOG"
       first=0
     fi

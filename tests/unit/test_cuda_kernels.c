@@ -43,7 +43,7 @@ static const int k_types[] = {WK_F32,  WK_F16,  WK_BF16, WK_Q4_0, WK_Q4_1,     W
                               WK_Q8_0, WK_Q4_K, WK_Q5_K, WK_Q6_K, WK_FP8_E4M3, WK_FP8_E5M2};
 
 // Types whose matrix-vector kernel rounds x to int8 per 32 values (paths 0,
-// 2 and 4; paths 1 and 3 keep x in f32 or f16).
+// 2, 4 and 6 to 8; paths 1 and 3 keep x in f32 or f16).
 static int int8_x(int type, int path) {
   if (path == 1 || path == 3) return 0;
   return type == WK_Q4_0 || type == WK_Q4_1 || type == WK_Q5_0 || type == WK_Q5_1 ||
@@ -123,6 +123,7 @@ static void test_matmul_v(int type, int rows, int cols, int n, int path, int nor
         }
         bound += am / 254.0 * sw;
       }
+      if (path == 8) ref *= 2, mag *= 2, bound *= 2;  // W x + W x
       double diff = fabs(y[(size_t)t * rows + r] - ref), e = diff / (mag + 1e-6);
       if (!(e <= worst)) worst = isnan(e) ? INFINITY : e;
       if (q8) {
@@ -440,6 +441,34 @@ int main(void) {
     test_matmul_v(t, 45, 2048, 1, 4, 1);
     test_matmul_v(t, 19, 4096, 4, 4, 2);
     test_glu_v(t, 45, 1024, 1, 1, 4, 1);
+    // The register-streamed kernel (path 6; 7 its three-matrix launch, 8
+    // beta): super-blocks a row off the 4 of a warp step (768, 1280, 2816
+    // columns; Q6_K rows of 1050 bytes start 2 mod 4 every other row, Q8_0
+    // rows of 850 bytes too), one to several units a warp (17000 rows),
+    // 1 to 4 tokens, gate/up with both activations, the folded norm (after
+    // a dependent launch, and in a graph). Float types fall back to v4.
+    test_matmul(t, 45, 768, 1, 6);
+    if (int8_x(t, 0)) {
+      test_matmul(t, 37, 14336, 1, 6);
+      test_matmul(t, 33, fit_cols(t, 1280), 4, 6);
+      test_matmul(t, 41, fit_cols(t, 2816), 2, 6);
+      test_matmul(t, 19, fit_cols(t, 800), 3, 6);
+      test_matmul(t, 23, fit_cols(t, 384), 1, 6);
+      test_matmul(t, 17000, 256, 1, 6);
+      test_matmul(t, 6000, 256, 3, 6);
+      test_matmul(t, 101, 512, 1, 7);
+      test_matmul(t, 103, fit_cols(t, 1280), 1, 7);
+      test_matmul(t, 29, 4096, 2, 8);
+      test_matmul(t, 31, fit_cols(t, 1280), 1, 8);
+      test_glu(t, 45, 512, 1, 0, 6);
+      test_glu(t, 37, fit_cols(t, 1280), 4, 1, 6);
+      test_glu(t, 9000, 256, 1, 0, 6);
+      test_matmul_v(t, 45, 2048, 1, 6, 1);
+      test_matmul_v(t, 19, 4096, 4, 6, 2);
+      test_matmul_v(t, 27, fit_cols(t, 2816), 2, 6, 1);
+      test_glu_v(t, 45, 1024, 1, 1, 6, 1);
+      test_glu_v(t, 21, fit_cols(t, 1280), 3, 0, 6, 1);
+    }
     test_norm_refused(t, 3);
     test_embed(t, 50, 512);
   }

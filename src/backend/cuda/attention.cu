@@ -35,7 +35,6 @@ __global__ void __launch_bounds__(ATT_THREADS)
   constexpr int NW = ATT_THREADS / 32, HD = DPL * 32;
   __shared__ float sm_ml[NW][2];
   __shared__ float sm_acc[NW][HD];
-  pdl_launch_next();
   pdl_wait();
   int h = blockIdx.x, t = blockIdx.y, sp = blockIdx.z;
   int nkv = a.n_kv_heads, kvh = h / (a.n_heads / nkv), bs = a.block_size;
@@ -104,7 +103,6 @@ __global__ void __launch_bounds__(ATT_THREADS)
 // grid (n_heads, n tokens), block head_dim threads (rounded up to 32).
 __global__ void k_attn_combine(int n_heads, int hd, int splits, const float *__restrict__ part,
                                float *__restrict__ out) {
-  pdl_launch_next();
   pdl_wait();
   int h = blockIdx.x, t = blockIdx.y, d = threadIdx.x;
   if (d >= hd) return;

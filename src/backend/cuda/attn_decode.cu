@@ -56,7 +56,6 @@ __global__ void __launch_bounds__(AD_THREADS)
   float *ss = sq + G * HD;                                  // [G][KT]
   float *sm = ss + G * AD_KT, *sl = sm + G, *sc = sl + G;    // [G] each
   float *kn = sc + G, *vn = kn + HD;                        // the new key's K and V (raw)
-  pdl_launch_next();
   // The K/V rows of earlier positions, the block tables and positions were
   // written before this forward call; only the new token's row and q come
   // from the kernels just before. With raw K/V (one new token a sequence,

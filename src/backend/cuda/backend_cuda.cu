@@ -17,14 +17,16 @@ extern "C" {
 #include "base/fp.h"
 }
 
-// Matrix-vector kernels by default (MV_INT8: int8 x and fused gate/up for
-// the quantized types on the streamed kernel; f32 x for the float types,
-// v4: the fastest measured, docs/CUDA.md v6), whether the decode kernels use
-// programmatic dependent launch, and whether the RMSNorms before Q/K/V,
-// gate/up and the output are folded into the streamed matrix-vector kernel (v7).
-static const int MV_KERNEL_DEFAULT = MV_INT8, PDL_DEFAULT = 1, FOLD_NORM_DEFAULT = 1;
+// Matrix-vector kernels by default (MV_REG: int8 x and fused gate/up for
+// the quantized types, on the register-streamed kernel for Q4_K, Q5_K, Q6_K
+// and Q8_0 and on the streamed one for the others; f32 x for the float
+// types, v4: the fastest measured, docs/CUDA.md v6 and v9), whether the
+// decode kernels use programmatic dependent launch, and whether the RMSNorms
+// before Q/K/V, gate/up and the output are folded into the matrix-vector
+// kernels (v7).
+static const int MV_KERNEL_DEFAULT = MV_REG, PDL_DEFAULT = 1, FOLD_NORM_DEFAULT = 1;
 static_assert((int)CU_TOPK_MAX == (int)WK_TOPK_MAX, "one top-k limit");
-enum { GRAPH_MAX_N = 4, ATT_PART_PAIRS = 2048, ATT_SPLIT_KEYS = 64, ATT_SPLIT_LOG_MAX = 6 };
+enum { GRAPH_MAX_N = 4 };
 
 struct cu_layer {
   cu_weight wq, wk, wv, wo, wg, wu, wd;
@@ -56,7 +58,7 @@ struct cu_state {
   int qdim, kvdim, use_graphs;
   int fold_norm;  // 1: RMSNorms folded into the following matrix-vector products (decode)
   int max_ctx;  // longest context of the batch being run
-  int n_seqs;   // sequences of the batch being run
+  int n_seqs;   // sequences of the batch being run that have new tokens
   int sms;      // multiprocessors of the device
   int attn_blocks_per_token;  // split attention's blocks a token and split (kv or query heads)
   cudaGraphExec_t graphs[GRAPH_MAX_N + 1][GRAPH_MAX_N + 1][ATT_SPLIT_LOG_MAX + 1];
@@ -71,6 +73,7 @@ struct upload {
   size_t off;  // bytes used in the arena
   bool dry;    // first pass only counts
   wk_error *err;
+  bool bf16_keep;  // WICK_CUDA_BF16=keep: BF16 matrices stay BF16 (comparison)
 };
 
 static int up_matrix(upload *u, const wk_tensor *t, cu_weight *w) {
@@ -93,6 +96,16 @@ static int up_matrix(upload *u, const wk_tensor *t, cu_weight *w) {
     cudaError_t e = cudaMemcpy(u->s->arena + u->off, t->data, t->nbytes, cudaMemcpyHostToDevice);
     wk_error *err = u->err;
     CK(e);
+    // BF16 matrices become F16 on the device where that is exact (every
+    // value but those under 2^-14, where f16 steps by 2^-24): the GEMM path
+    // then reads them as they are instead of converting them for every
+    // product, and the matrix-vector kernels run as fast on either.
+    if (t->type == WK_BF16 && !u->bf16_keep) {
+      CK(cudaDeviceSynchronize());  // a copy from pageable memory may still be landing
+      bool done = false;
+      if (int st = cu_bf16_to_f16(&u->s->c, (void *)w->d, t->nbytes / 2, &done, err)) return st;
+      if (done) w->type = WK_F16;
+    }
   }
   u->off += align256(t->nbytes);
   return WICK_OK;
@@ -226,14 +239,13 @@ static int cuda_prepare(wk_backend *b, const wk_model *m, const wk_backend_param
   if (p->device < 0 || p->device >= dev_count)
     return cu_fail(err, WICK_ERR_INVALID, "cuda: device %d requested, %d present", p->device, dev_count);
   CK(cudaSetDevice(p->device));
-  // WICK_CUDA_STACK=bytes: each thread's stack reservation (the context keeps
-  // 1 KB a thread for every thread the GPU can hold, ~280 MB on an H200; 256
-  // saved 0.21 GB in session 3, and parity held with it). Not lowered by
-  // default: kernels that spill or call double-precision sincos take local
-  // memory, and the one run with wrong prefill results (changes since taken
-  // out, cause not found) had it lowered.
-  if (const char *se = getenv("WICK_CUDA_STACK"))
-    CK(cudaDeviceSetLimit(cudaLimitStackSize, (size_t)atol(se)));
+  // Each thread's stack reservation: the context keeps it for every thread
+  // the GPU can hold (1 KB by default: ~280 MB on an H200). The backend's
+  // kernels use at most 56 bytes (ptxas), and the driver raises the
+  // reservation at launch for a kernel that needs more, so 256 bytes saves
+  // ~0.21 GB at no risk. WICK_CUDA_STACK=bytes overrides it (comparison).
+  const char *se = getenv("WICK_CUDA_STACK");
+  CK(cudaDeviceSetLimit(cudaLimitStackSize, se ? (size_t)atol(se) : 256));
   CK(cudaStreamCreateWithFlags(&s->c.st, cudaStreamNonBlocking));
   CK(cublasCreate(&s->c.blas));
   CK(cublasSetStream(s->c.blas, s->c.st));
@@ -241,15 +253,19 @@ static int cuda_prepare(wk_backend *b, const wk_model *m, const wk_backend_param
   const char *ge = getenv("WICK_CUDA_GRAPHS");
   s->use_graphs = !(ge && ge[0] == '0');
   // WICK_CUDA_MATVEC=int8 | f32 (f32 x for every type, v4) | stream (the
-  // streamed kernel); WICK_CUDA_PDL=0|1 (programmatic dependent launch of
-  // every decode kernel), WICK_CUDA_FOLD_NORM=0|1 (for comparison).
+  // streamed kernel) | reg (the register-streamed kernel, mvr.cuh);
+  // WICK_CUDA_PDL=0|1 (programmatic dependent launch of every decode
+  // kernel), WICK_CUDA_FOLD_NORM=0|1 (for comparison).
   const char *me = getenv("WICK_CUDA_MATVEC"), *pe = getenv("WICK_CUDA_PDL");
   const char *fe = getenv("WICK_CUDA_FOLD_NORM");
   s->c.mv_f32x = !me                     ? MV_KERNEL_DEFAULT
                  : !strcmp(me, "f32")    ? MV_F32X
                  : !strcmp(me, "stream") ? MV_STREAM
+                 : !strcmp(me, "reg")    ? MV_REG
                                          : MV_INT8;
   s->c.pdl = pe ? pe[0] == '1' : PDL_DEFAULT;
+  const char *pv = getenv("WICK_CUDA_PDL_V4");  // =0: v4 without it (comparison)
+  s->c.pdl_v4 = s->c.pdl && !(pv && pv[0] == '0');
   s->fold_norm = fe ? fe[0] == '1' : FOLD_NORM_DEFAULT;
   // WICK_CUDA_FUSE_GLU=0: gate/up products and the gated unit as separate
   // launches even where the fused kernel applies (for comparison).
@@ -270,7 +286,8 @@ static int cuda_prepare(wk_backend *b, const wk_model *m, const wk_backend_param
   s->layers = (cu_layer *)wk_calloc((size_t)m->n_layers, sizeof(cu_layer));
   if (!s->layers) return cu_fail(err, WICK_ERR_NOMEM, "cuda: out of host memory");
 
-  upload u = {s, 0, true, err};
+  const char *be = getenv("WICK_CUDA_BF16");
+  upload u = {s, 0, true, err, be && !strcmp(be, "keep")};
   int st = upload_all(&u);
   if (st) return st;
   s->arena_bytes = u.off;
@@ -302,11 +319,17 @@ static int cuda_prepare(wk_backend *b, const wk_model *m, const wk_backend_param
   }
   wmax = max_sz(wmax, (size_t)m->dim * 8192);
   // 128 MB: the 8B shape's largest matrices in one GEMM (at 32M elements cuBLAS
-  // took an sm80 kernel for the 2340-row pieces: prefill 24% slower, session 3)
+  // took an sm80 kernel for 2340-row pieces of a 4096-token batch: prefill 24%
+  // slower, session 3; pieces are now whole 256-row multiples). 32 MB saved 85
+  // MB with 512-token batches but made their prefill 13% slower (session 4).
   if (wmax > ((size_t)64 << 20)) wmax = (size_t)64 << 20;
   size_t wsc_elems = T > (size_t)s->c.mv_max_tokens || L > (size_t)s->c.mv_max_tokens ? wmax : 0;
   size_t wsc_off = tot;
   tot += align256(wsc_elems * sizeof(__half));
+  // cuBLAS's own workspace: 4 MB of ours instead of the 32 MB it allocates
+  // by default on Hopper (the GEMMs here are large; they need no split-K).
+  size_t blas_ws = wsc_elems ? (size_t)4 << 20 : 0, blas_off = tot;
+  tot += blas_ws;
   s->bt_cap = (size_t)p->max_seqs * p->kv.n_blocks;
   s->meta_ints = 4 * T + L + (size_t)p->max_seqs + s->bt_cap;
   size_t meta_off = tot;
@@ -321,6 +344,7 @@ static int cuda_prepare(wk_backend *b, const wk_model *m, const wk_backend_param
   for (size_t i = 0; i < 11; i++) *fp[i] = (float *)(s->ws + f_off[i]);
   s->c.xh = (__half *)(s->ws + xh_off), s->c.xh_elems = xh_elems;
   s->c.wscratch = (__half *)(s->ws + wsc_off), s->c.wscratch_elems = wsc_elems;
+  if (blas_ws) CK(cublasSetWorkspace(s->c.blas, s->ws + blas_off, blas_ws));
   s->meta_d = (int32_t *)(s->ws + meta_off);
   CK(cudaMallocHost((void **)&s->meta_h, s->meta_ints * sizeof(int32_t)));
   CK(cudaMallocHost((void **)&s->logits_h, L * m->vocab * sizeof(float)));
@@ -335,16 +359,8 @@ static int cuda_prepare(wk_backend *b, const wk_model *m, const wk_backend_param
 
 // ---------------------------------------------------------------- forward
 
-// Key splits of the split attention: blocks enough for ~4 an SM (a block is
-// a (token, kv head) for the group kernel, a (token, query head) for the
-// warp kernel), ATT_SPLIT_KEYS keys or more a split, a power of two (few
-// graph shapes); 1 when the batch alone fills the GPU.
 static int attn_splits_log2(const cu_state *s, int n, int max_ctx) {
-  int pairs = n * s->m->n_heads, lg = 0, units = n * s->attn_blocks_per_token;
-  while (lg < ATT_SPLIT_LOG_MAX && (pairs << (lg + 1)) <= ATT_PART_PAIRS &&
-         (ATT_SPLIT_KEYS << (lg + 1)) <= max_ctx && ((long)units << lg) < 4L * s->sms)
-    lg++;
-  return lg;
+  return cu_attn_splits_log2(s->sms, n, s->m->n_heads, s->attn_blocks_per_token, max_ctx);
 }
 
 // Several matrix-vector products of one x (decode sizes): one launch per run
@@ -483,7 +499,11 @@ static int pack_batch(cu_state *s, const wk_batch *bt, wk_error *err) {
   int bs = p->kv.block_size;
   for (int i = 0; i < n; i++) tseq[i] = -1;
   s->max_ctx = 0;
-  s->n_seqs = bt->n_seqs;
+  // Sequences with new tokens: n == n_seqs then means one new token each
+  // (the decode attention finishes each new key itself; a sequence with no
+  // new token must not count, or another's second token would read a key
+  // still being written).
+  s->n_seqs = 0;
   for (int q = 0; q < bt->n_seqs; q++) {
     const wk_seq *sq = &bt->seqs[q];
     if (sq->n_new < 0 || sq->first < 0 || sq->first + sq->n_new > n || sq->n_past < 0 ||
@@ -500,6 +520,7 @@ static int pack_batch(cu_state *s, const wk_batch *bt, wk_error *err) {
       btab[used + j] = bid;
     }
     used += sq->n_blocks;
+    s->n_seqs += sq->n_new > 0;
     for (int j = 0; j < sq->n_new; j++) {
       int t = sq->first + j, ps = sq->n_past + j;
       if (tseq[t] >= 0) return cu_fail(err, WICK_ERR_INVALID, "cuda: token %d in two sequences", t);

@@ -13,6 +13,7 @@ typedef struct cublas_table {
   cublasStatus_t (*create)(cublasHandle_t *);
   cublasStatus_t (*destroy)(cublasHandle_t);
   cublasStatus_t (*set_stream)(cublasHandle_t, cudaStream_t);
+  cublasStatus_t (*set_workspace)(cublasHandle_t, void *, size_t);
   cublasStatus_t (*gemm_ex)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int,
                             const void *, const void *, cudaDataType, int, const void *,
                             cudaDataType, int, const void *, void *, cudaDataType, int,
@@ -35,9 +36,11 @@ static void cublas_open(void) {
   *(void **)&t.create = dlsym(h, "cublasCreate_v2");
   *(void **)&t.destroy = dlsym(h, "cublasDestroy_v2");
   *(void **)&t.set_stream = dlsym(h, "cublasSetStream_v2");
+  *(void **)&t.set_workspace = dlsym(h, "cublasSetWorkspace_v2");
   *(void **)&t.gemm_ex = dlsym(h, "cublasGemmEx");
   *(void **)&t.status_string = dlsym(h, "cublasGetStatusString");
-  if (t.create && t.destroy && t.set_stream && t.gemm_ex && t.status_string) g_cublas = t;
+  if (t.create && t.destroy && t.set_stream && t.set_workspace && t.gemm_ex && t.status_string)
+    g_cublas = t;
 }
 
 static const cublas_table *cublas(void) {
@@ -58,6 +61,13 @@ cublasStatus_t CUBLASWINAPI cublasDestroy_v2(cublasHandle_t handle) {
 cublasStatus_t CUBLASWINAPI cublasSetStream_v2(cublasHandle_t handle, cudaStream_t stream) {
   const cublas_table *t = cublas();
   return t ? t->set_stream(handle, stream) : CUBLAS_STATUS_NOT_INITIALIZED;
+}
+
+cublasStatus_t CUBLASWINAPI cublasSetWorkspace_v2(cublasHandle_t handle, void *workspace,
+                                                  size_t workspaceSizeInBytes) {
+  const cublas_table *t = cublas();
+  return t ? t->set_workspace(handle, workspace, workspaceSizeInBytes)
+           : CUBLAS_STATUS_NOT_INITIALIZED;
 }
 
 cublasStatus_t CUBLASWINAPI cublasGemmEx(cublasHandle_t handle, cublasOperation_t transa,

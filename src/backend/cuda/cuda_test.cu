@@ -6,8 +6,10 @@
 #include <functional>
 #include <vector>
 
+#include "backend/cuda/cuda_test.cuh"
 #include "backend/cuda/internal.cuh"
 #include "backend/cuda/matvec.cuh"
+#include "backend/cuda/mvr.cuh"
 #include "backend/cuda/mvs.cuh"
 #include "backend/cuda/quant.cuh"
 
@@ -15,35 +17,6 @@ extern "C" {
 #include "backend/cuda/cuda_test.h"
 #include "base/fp.h"
 }
-
-// Device buffers and a context that free themselves on every return path.
-struct dev_bufs {
-  std::vector<void *> p;
-  cu_ctx c = {};
-  ~dev_bufs() {
-    for (void *q : p) cudaFree(q);
-    if (c.blas) cublasDestroy(c.blas);
-    if (c.st) cudaStreamDestroy(c.st);
-  }
-  template <typename T>
-  int alloc(T **out, size_t bytes, wk_error *err) {
-    CK(cudaMalloc((void **)out, bytes ? bytes : 1));
-    p.push_back(*out);
-    return WICK_OK;
-  }
-  int init(wk_error *err) {
-    CK(cudaStreamCreate(&c.st));
-    CK(cublasCreate(&c.blas));
-    CK(cublasSetStream(c.blas, c.st));
-    return WICK_OK;
-  }
-};
-
-#define TRY(x)                 \
-  do {                         \
-    int try_st_ = (x);         \
-    if (try_st_) return try_st_; \
-  } while (0)
 
 extern "C" int cuda_test_matmul(int type, const void *w, int rows, int cols, const float *x, int n,
                                 float *y, int path, wk_error *err) {
@@ -67,23 +40,28 @@ extern "C" int cuda_test_matmul(int type, const void *w, int rows, int cols, con
     TRY(b.alloc(&b.c.xh, b.c.xh_elems * sizeof(__half), err));
     TRY(b.alloc(&b.c.wscratch, b.c.wscratch_elems * sizeof(__half), err));
     TRY(cu_matmul(&b.c, &cw, dx, n, dy, 0.0f, err));
-  } else if (path == 2 && n == 1 && rows >= 3) {  // three matrices in one launch
+  } else if ((path == 2 || path == 7) && n == 1 && rows >= 3) {  // three matrices, one launch
+    b.c.mv_f32x = path == 7 ? MV_REG : MV_INT8;
     int r1 = rows / 3, r2 = rows / 2;
     cu_weight w3[3] = {{dw, type, r1, cols, rb}, {dw + rb * r1, type, r2 - r1, cols, rb},
                        {dw + rb * r2, type, rows - r2, cols, rb}};
     const cu_weight *wp[3] = {&w3[0], &w3[1], &w3[2]};
     float *yp[3] = {dy, dy + r1, dy + r2};
     TRY(cu_matvec_multi(&b.c, wp, yp, 3, dx, NULL, 1, 0.0f, err));
+  } else if (path == 8) {  // y = W x, then y = W x + 1 y: 2 W x through the beta of path 6
+    b.c.pdl = b.c.pdl_v4 = 1, b.c.mv_f32x = MV_REG;
+    TRY(cu_matvec(&b.c, &cw, dx, n, dy, 0.0f, err));
+    TRY(cu_matvec(&b.c, &cw, dx, n, dy, 1.0f, err));
   } else if (path == 5) {  // y = W (W x): two launches, the second dependent on the first
     if (rows != cols)
       return cu_fail(err, WICK_ERR_INVALID, "path 5 needs a square matrix (%dx%d)", rows, cols);
     TRY(b.alloc(&dt, sizeof(float) * n * rows, err));
     CK(cudaMemset(dt, 0xff, sizeof(float) * n * rows));
-    b.c.pdl = 1, b.c.mv_f32x = MV_STREAM;
+    b.c.pdl = b.c.pdl_v4 = 1, b.c.mv_f32x = MV_STREAM;
     TRY(cu_matvec(&b.c, &cw, dx, n, dt, 0.0f, err));
     TRY(cu_matvec(&b.c, &cw, dt, n, dy, 0.0f, err));
   } else {
-    b.c.mv_f32x = path == 3 ? MV_F32X : path == 4 ? MV_STREAM : MV_INT8;
+    b.c.mv_f32x = path == 3 ? MV_F32X : path == 4 ? MV_STREAM : path == 6 ? MV_REG : MV_INT8;
     TRY(cu_matvec(&b.c, &cw, dx, n, dy, 0.0f, err));
   }
   CK(cudaMemcpy(y, dy, sizeof(float) * n * rows, cudaMemcpyDeviceToHost));
@@ -108,8 +86,8 @@ extern "C" int cuda_test_matmul_norm(int type, const void *w, int rows, int cols
   dev_bufs b;
   TRY(b.init(err));
   b.c.mv_max_tokens = 4;
-  b.c.pdl = 1;
-  b.c.mv_f32x = path == 3 ? MV_F32X : path == 4 ? MV_STREAM : MV_INT8;
+  b.c.pdl = b.c.pdl_v4 = 1;
+  b.c.mv_f32x = path == 3 ? MV_F32X : path == 4 ? MV_STREAM : path == 6 ? MV_REG : MV_INT8;
   size_t rb = wk_row_size(type, cols);
   uint8_t *dw;
   float *dtab, *dx, *dy, *dn;
@@ -167,7 +145,7 @@ extern "C" int cuda_test_matvec_glu(int type, const void *wg, const void *wu, in
   dev_bufs b;
   TRY(b.init(err));
   b.c.mv_max_tokens = 4;
-  b.c.mv_f32x = path == 4 ? MV_STREAM : MV_INT8;
+  b.c.mv_f32x = path == 4 ? MV_STREAM : path == 6 ? MV_REG : MV_INT8;
   size_t rb = wk_row_size(type, cols);
   uint8_t *dg, *du;
   float *dx, *dy, *dn = NULL;
@@ -379,12 +357,31 @@ static cudaError_t bench_mvs(int shape, const uint8_t *w, size_t rb, int rows, i
   return cudaErrorNotSupported;
 }
 
+// The register-streamed kernel, shape 0 its (threads, rows a step, items in
+// flight) for the type, 1 (1024, 1, 1), 2 (512, 2, 1), 3 (768, 1, 2).
+template <int T>
+static cudaError_t bench_mvr(int shape, const uint8_t *w, size_t rb, int rows, int cols,
+                             const float *x, float *y, bool pdl, cudaStream_t st) {
+  if constexpr (mvr_has<T>::value) {
+    mv_jobs js = {};
+    js.j[0] = {w, rb, rows, 0, y};
+    js.n = 1;
+    using C = mvr_cfg<T, false>;
+    if (shape == 0)
+      return mvr_launch<T, C::NT, C::RW, C::D, false>(js, cols, x, 1, 0.0f, 0, pdl, st);
+    if (shape == 1) return mvr_launch<T, 1024, 1, 1, false>(js, cols, x, 1, 0.0f, 0, pdl, st);
+    if (shape == 2) return mvr_launch<T, 512, 2, 1, false>(js, cols, x, 1, 0.0f, 0, pdl, st);
+    if (shape == 3) return mvr_launch<T, 768, 1, 2, false>(js, cols, x, 1, 0.0f, 0, pdl, st);
+  }
+  return cudaErrorNotSupported;
+}
+
 static int bench_one(dev_bufs &b, int type, const uint8_t *w, size_t rb, int rows, int cols,
                      const float *x, float *y, const cuda_mv_cfg &k, wk_error *err) {
   if (k.mode < 2) {
     cu_weight cw = {w, type, rows, cols, rb};
     b.c.mv_f32x = k.mode == 0 ? MV_INT8 : MV_F32X;
-    b.c.pdl = k.pdl;
+    b.c.pdl = b.c.pdl_v4 = k.pdl;
     return cu_matvec(&b.c, &cw, x, 1, y, 0.0f, err);
   }
   cudaError_t e = cudaErrorNotSupported;
@@ -393,7 +390,10 @@ static int bench_one(dev_bufs &b, int type, const uint8_t *w, size_t rb, int row
   case t:                                                                                    \
     if (!o.chunk) o.chunk = mvs_cfg<t>::CHUNK;                                               \
     if (!o.stages) o.stages = mvs_cfg<t>::STAGES;                                            \
-    e = bench_mvs<t>(k.shape, w, rb, rows, cols, x, y, k.mode == 2, o, b.c.st);              \
+    if (k.mode == 4)                                                                         \
+      e = bench_mvr<t>(k.shape, w, rb, rows, cols, x, y, k.pdl != 0, b.c.st);                \
+    else                                                                                     \
+      e = bench_mvs<t>(k.shape, w, rb, rows, cols, x, y, k.mode == 2, o, b.c.st);            \
     break;
   switch (type) {
     WK_CUDA_TYPES(WK_CASE_)

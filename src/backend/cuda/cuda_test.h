@@ -1,6 +1,7 @@
 // Test and benchmark entry points of the CUDA kernels (extern "C"), used by
-// tests/unit/test_cuda_kernels.c and the CUDA benchmark. Host buffers in,
-// host buffers out; every output is poisoned (NaN) on the device first.
+// tests/unit/test_cuda_kernels.c, test_cuda_attn_post.c and the CUDA
+// benchmark. Host buffers in, host buffers out; every output is poisoned
+// (NaN) on the device first.
 // Each returns WICK_OK or a status with err filled.
 #ifndef WICK_BACKEND_CUDA_CUDA_TEST_H
 #define WICK_BACKEND_CUDA_CUDA_TEST_H
@@ -20,12 +21,15 @@ extern "C" {
 // launch of path 0; 3: f32 x for every type (v4); 4: the streamed kernel
 // (int8 x for the quantized types); 5: (rows == cols) y = W (W x), two
 // launches of path 4 with programmatic dependent launch, the second reading
-// the first's output.
+// the first's output; 6: the register-streamed kernel (MV_REG: mvr.cuh for
+// Q4_K, Q5_K, Q6_K, Q8_0; path 0's kernels for the other types); 7: (n = 1)
+// the rows as three matrices in one launch of path 6; 8: y = W x, then
+// y = W x + 1 y through path 6 with dependent launch (2 W x: beta).
 int cuda_test_matmul(int type, const void *w, int rows, int cols, const float *x, int n, float *y,
                      int path, wk_error *err);
 // y (n x rows) = (rmsnorm(x) * nw) . W^T, the norm (eps) folded into the
-// matrix-vector kernel of path 0, 3 or 4 of cuda_test_matmul (only the
-// streamed kernel takes it: WICK_ERR_UNSUPPORTED from v4). x is written
+// matrix-vector kernel of path 0, 3, 4 or 6 of cuda_test_matmul (only the
+// streamed and register-streamed kernels take it: WICK_ERR_UNSUPPORTED from v4). x is written
 // on the device first by the embedding kernel (an F32 table of the n rows),
 // and the product launched after it by programmatic dependent launch.
 // graph: both launches captured in a CUDA graph, replayed twice (the output
@@ -35,9 +39,9 @@ int cuda_test_matmul_norm(int type, const void *w, int rows, int cols, const flo
                           const float *nw, float eps, int path, int graph, float *y,
                           int *prog_edges, wk_error *err);
 // y (n x rows) = act(x' . Wg^T) * (x' . Wu^T) through the fused gate/up
-// matrix-vector kernel of path 0 (quantized types) or 4 (every type) of
-// cuda_test_matmul (act 0 SiLU, 1 GELU-tanh; n at most 4), x' = x, or with
-// nw != NULL rmsnorm(x) * nw folded into the kernel. Returns
+// matrix-vector kernel of path 0 (quantized types), 4 (every type) or 6
+// (quantized types) of cuda_test_matmul (act 0 SiLU, 1 GELU-tanh; n at most
+// 4), x' = x, or with nw != NULL rmsnorm(x) * nw folded into the kernel. Returns
 // WICK_ERR_INVALID for a pair the kernel does not serve.
 int cuda_test_matvec_glu(int type, const void *wg, const void *wu, int rows, int cols,
                          const float *x, int n, const float *nw, float eps, int act, int path,
@@ -63,6 +67,46 @@ typedef struct cuda_test_attn {
 } cuda_test_attn;
 int cuda_test_attention(const cuda_test_attn *a, const float *q, const float *k, const float *v,
                         float *out, wk_error *err);
+// Decode attention from the raw Q/K/V products (before bias, QK-norm and
+// RoPE) through cu_attention as run_layers calls it in decode: n_seqs
+// sequences, one new token each, sequence i's at position n_ctx[i] - 1 and
+// at batch row i. q: n_seqs rows of n_heads x hd; k, v: n_seqs rows of
+// n_kv x hd (the new tokens'). k_past, v_past: each sequence's n_ctx[i] - 1
+// earlier rows of n_kv x hd in turn, already finished (f32; stored as f16 in
+// the paged cache, unused slots and the new tokens' slots NaN). The raw
+// rows reach q/k/v through a kernel launched just before, as the products do.
+// The whole step runs twice (outputs, partials and new slots poisoned with
+// NaN before each; the split counters must come back to zero); the second
+// run's results come back: out (n_seqs x n_heads x hd), and k_new, v_new
+// (n_seqs x n_kv x hd) the f16 rows the step wrote into the cache. *splits
+// gets the key splits used. WICK_ERR_UNSUPPORTED for a shape the decode
+// kernel does not serve (the epilogue would not be in it).
+typedef struct cuda_test_attn_post {
+  int n_heads, n_kv, hd;
+  int rope_dim;               // rotated dims a head (even, <= hd)
+  int rope_neox;              // 1: pairs (i, i + rope_dim / 2); 0: (2i, 2i + 1)
+  const double *inv_freq;     // [rope_dim / 2] angle per position of each pair
+  const float *bq, *bk, *bv;  // [n_heads * hd], [n_kv * hd], [n_kv * hd]; NULL: none
+  const float *q_norm;        // [hd] per-head RMSNorm weight of Q; NULL: none
+  const float *k_norm;        // [hd] of K; NULL: none
+  float eps;                  // of both norms
+  float scale, softcap;       // q.k scale; score soft-cap (0: none)
+  int window;                 // keys a query sees, itself included (0: all)
+  int block_size, n_pool;     // KV slots a block; blocks in the pool
+  int n_seqs;
+  const int32_t *n_ctx;       // [n_seqs] keys of each sequence, the new one included (>= 1)
+  const int32_t *blocks;      // block tables: ceil(n_ctx[i] / block_size) ids a sequence, in turn
+  int splits;                 // key splits; 0: as the backend picks them for this batch
+  int path;                   // 0: the epilogue in the decode kernel, which merges its splits
+                              // (the default); 1: as its own launch first
+                              // (WICK_CUDA_ATTN=postapart); 2: in the kernel, splits merged by
+                              // the combine launch (=nomerge)
+  int graph;                  // 1: the step captured in a CUDA graph and replayed
+} cuda_test_attn_post;
+int cuda_test_attention_post(const cuda_test_attn_post *a, const float *q, const float *k,
+                             const float *v, const float *k_past, const float *v_past,
+                             float *out, float *k_new, float *v_new, int *splits,
+                             wk_error *err);
 // Attention timing: median microseconds of one launch of the kernel that
 // cuda_test_attention would run for a (one sequence, blocks in order; K, V
 // and q random on the device).
@@ -71,7 +115,10 @@ int cuda_bench_attention(const cuda_test_attn *a, int iters, double *us, wk_erro
 // One configuration of the matrix-vector benchmark.
 typedef struct cuda_mv_cfg {
   int mode;    // 0: the default kernels (v5 int8 x / v4); 1: v4 (f32 x); 2: streamed kernel,
-               // int8 x for the quantized types; 3: streamed, f32 x
+               // int8 x for the quantized types; 3: streamed, f32 x; 4: the
+               // register-streamed kernel (its types only; shape 0 the type's
+               // (threads, rows a step, steps in flight), 1 (1024, 1, 1), 2
+               // (512, 2, 1), 3 (768, 1, 2); chunk and stages unused)
   int pdl;     // 1: programmatic dependent launch between the timed launches
   int shape;   // streamed (threads, rows a warp): 0 the type's; 1 (256, 1), 2 (128, 4),
                // 3 (512, 2) for f16, q4_k, q6_k, q8_0, fp8_e4m3

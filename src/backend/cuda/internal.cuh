@@ -22,10 +22,11 @@ struct cu_ctx {
   __half *xh;             // activations converted to f16/bf16 for the GEMM path
   size_t xh_elems;
   int mv_max_tokens;      // at most this many tokens take the matrix-vector path
-  int mv_f32x;            // matrix-vector kernels: MV_INT8, MV_F32X or MV_STREAM (below)
+  int mv_f32x;            // matrix-vector kernels: MV_INT8, MV_F32X, MV_STREAM or MV_REG (below)
   int mv_glu_off;         // 1: gate/up and the gated unit as separate launches
   int pdl;                // 1: the decode kernels (all but the GEMM path's and flash
                           // attention) use programmatic dependent launch
+  int pdl_v4;             // 0: the v4 matrix-vector kernel launched plainly (comparison)
   int attn_warp;          // 1: decode attention on the warp-per-key kernel (comparison)
   unsigned *attn_cnt;     // zeroed counters for the decode attention's in-kernel merge
   size_t attn_cnt_n;      // (token, kv head) pairs they serve; NULL/0: a combine launch
@@ -36,8 +37,10 @@ struct cu_ctx {
 // types (the streamed kernel for the types of mvs_cfg<T>::DEFAULT, else v5;
 // fused gate/up), f32 x for the others (v4); MV_F32X, f32 x for every type
 // (v4); MV_STREAM, the streamed kernel for every type (mvs.cuh: int8 x for
-// the quantized types, f32 x for the others, fused gate/up).
-enum { MV_INT8 = 0, MV_F32X = 1, MV_STREAM = 2 };
+// the quantized types, f32 x for the others, fused gate/up); MV_REG, the
+// register-streamed kernel (mvr.cuh, int8 x, fused gate/up, folded norm) for
+// the types it serves (mvr_has: Q4_K, Q5_K, Q6_K, Q8_0), MV_INT8 for the rest.
+enum { MV_INT8 = 0, MV_F32X = 1, MV_STREAM = 2, MV_REG = 3 };
 
 // An RMSNorm folded into a matrix-vector product's input: the kernel reads
 // each token's x as rmsnorm(x) * w (the row's scale applied to the sums).
@@ -149,14 +152,31 @@ static __device__ __forceinline__ void head_post(float *x, const cu_attn_shape &
 // place) and writes K and V (f16) into the cache slots of the tokens.
 int cu_qkv_post(cu_ctx *c, const cu_attn_shape *a, const cu_meta *m, int n, float *q,
                 const float *k, const float *v, __half *kc, __half *vc, wk_error *err);
-// Causal attention of the n new tokens (of `seqs` sequences) over the paged
-// cache, from the Q/K/V products before their epilogue (q is finished in
-// place, K and V go into the cache kc/vc): the flash kernel when there are
+// Causal attention of the n new tokens (of `seqs` sequences, each with at
+// least one) over the paged cache, from the Q/K/V products before their
+// epilogue (K and V go into the cache kc/vc; q is finished in place, except
+// on the decode kernel's path, which keeps it raw): the flash kernel when there are
 // ATT_FLASH_MIN_TOKENS or more new tokens a sequence (and it serves the head
 // dim), else the split kernels; with one new token a sequence the decode
 // kernel does the epilogue itself (unless c->attn_post_apart), else
 // cu_qkv_post runs first.
 enum { ATT_FLASH_MIN_TOKENS = 16 };
+// Key splits of the split attention (log2): blocks enough for ~4 an SM on
+// `sms` multiprocessors (a block is a (token, kv head) for the group
+// kernel, a (token, query head) for the warp kernel: blocks_per_token),
+// ATT_SPLIT_KEYS keys or more a split, a power of two (few graph shapes),
+// the partials within ATT_PART_PAIRS (token, query head, split) rows; 0
+// when the batch alone fills the GPU.
+enum { ATT_PART_PAIRS = 2048, ATT_SPLIT_KEYS = 64, ATT_SPLIT_LOG_MAX = 6 };
+static inline int cu_attn_splits_log2(int sms, int n, int n_heads, int blocks_per_token,
+                                      int max_ctx) {
+  int pairs = n * n_heads, lg = 0;
+  long units = (long)n * blocks_per_token;
+  while (lg < ATT_SPLIT_LOG_MAX && (pairs << (lg + 1)) <= ATT_PART_PAIRS &&
+         (ATT_SPLIT_KEYS << (lg + 1)) <= max_ctx && (units << lg) < 4L * sms)
+    lg++;
+  return lg;
+}
 int cu_attention(cu_ctx *c, const cu_attn_shape *a, const cu_meta *m, int n, int seqs, float *q,
                  const float *k, const float *v, __half *kc, __half *vc, float *out, int splits,
                  float *part, wk_error *err);
@@ -204,6 +224,11 @@ int cu_glu(cu_ctx *c, float *g, const float *u, long n, int act, wk_error *err);
 int cu_glu_xh(cu_ctx *c, const float *g, const float *u, long n, int act, wk_error *err);
 int cu_rmsnorm_xh(cu_ctx *c, const float *x, const float *w, float eps, int dim, int n,
                   wk_error *err);
+// Rewrites n bf16 values at d as f16 in place (*done) unless one of them is
+// finite and outside f16's range (then leaves them). Every other bf16 value
+// is exactly an f16 one (f16 has more significand bits), except below 2^-14
+// where f16 steps by 2^-24.
+int cu_bf16_to_f16(cu_ctx *c, void *d, size_t n, bool *done, wk_error *err);
 // x = cap * tanh(x / cap).
 int cu_softcap(cu_ctx *c, float *x, long n, float cap, wk_error *err);
 

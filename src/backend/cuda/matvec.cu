@@ -3,13 +3,13 @@
 // cuBLAS on tensor cores) for batches of tokens.
 #include "backend/cuda/internal.cuh"
 #include "backend/cuda/matvec.cuh"
+#include "backend/cuda/mvr.cuh"
 #include "backend/cuda/mvs.cuh"
 #include "backend/cuda/quant.cuh"
 
 template <int T>
 __global__ void k_embed(const uint8_t *__restrict__ W, size_t row_bytes, int rows, int cols,
                         const int32_t *__restrict__ tok, float scale, float *__restrict__ x) {
-  pdl_launch_next();
   pdl_wait();
   int t = blockIdx.y;
   int g = blockIdx.x * blockDim.x + threadIdx.x;
@@ -79,7 +79,7 @@ static cudaError_t launch_v4(cu_ctx *c, const cu_weight *const *ws, float *const
   constexpr int R = mv_cfg<T>::R, NT = mv_cfg<T>::NT;
   mv_jobs js = {};
   int blocks = fill_jobs(&js, ws, ys, nw, R);
-  return cu_launch(c->pdl, c->st, dim3(blocks, n), dim3(NT), 0, k_matvec<T, R, NT>, js,
+  return cu_launch(c->pdl_v4, c->st, dim3(blocks, n), dim3(NT), 0, k_matvec<T, R, NT>, js,
                    ws[0]->cols, x, beta);
 }
 
@@ -109,24 +109,42 @@ static cudaError_t launch_v5(cu_ctx *c, const cu_weight *const *ws, float *const
                    ws[0]->cols, x, beta, 0);
 }
 
+// The register-streamed kernel (int8 x); falls back to the streamed one
+// where x's int8 copy does not fit in shared memory.
+template <int T, bool GLU>
+static cudaError_t launch_mvr(const cu_ctx *c, const mv_jobs &js, int cols, const float *x, int n,
+                              float beta, int act) {
+  if constexpr (mvr_has<T>::value) {
+    using C = mvr_cfg<T, GLU>;
+    cudaError_t e =
+        mvr_launch<T, C::NT, C::RW, C::D, GLU>(js, cols, x, n, beta, act, c->pdl != 0, c->st);
+    if (e != cudaErrorInvalidValue) return e;
+  }
+  return launch_mvs<T, GLU>(c, js, cols, x, n, beta, act);
+}
+
 // Which kernel serves type T under the context's choice (only the streamed
-// one folds an RMSNorm into x).
-enum { KER_V4, KER_V5, KER_MVS };
+// and register-streamed ones fold an RMSNorm into x). MV_REG: the
+// register-streamed kernel where it serves T, else the MV_INT8 choice.
+enum { KER_V4, KER_V5, KER_MVS, KER_MVR };
 template <int T>
 static int pick_kernel(const cu_ctx *c) {
-  if (c->mv_f32x == MV_STREAM || (c->mv_f32x == MV_INT8 && mvs_cfg<T>::DEFAULT)) return KER_MVS;
-  return c->mv_f32x == MV_INT8 && mvq_has<T>::value ? KER_V5 : KER_V4;
+  if (c->mv_f32x == MV_REG && mvr_has<T>::value) return KER_MVR;
+  int m = c->mv_f32x == MV_REG ? MV_INT8 : c->mv_f32x;
+  if (m == MV_STREAM || (m == MV_INT8 && mvs_cfg<T>::DEFAULT)) return KER_MVS;
+  return m == MV_INT8 && mvq_has<T>::value ? KER_V5 : KER_V4;
 }
 
 template <int T>
 static cudaError_t launch_matvec(cu_ctx *c, const cu_weight *const *ws, float *const *ys, int nw,
                                  const float *x, const cu_xnorm *xn, int n, float beta) {
   int k = pick_kernel<T>(c);
-  if (k == KER_MVS) {
+  if (k == KER_MVS || k == KER_MVR) {
     mv_jobs js = {};
     for (int i = 0; i < nw; i++) js.j[i] = {ws[i]->d, ws[i]->row_bytes, ws[i]->rows, 0, ys[i]};
     js.n = nw;
     set_norm(&js, xn);
+    if (k == KER_MVR) return launch_mvr<T, false>(c, js, ws[0]->cols, x, n, beta, 0);
     return launch_mvs<T, false>(c, js, ws[0]->cols, x, n, beta, 0);
   }
   if (xn) return cudaErrorNotSupported;
@@ -138,7 +156,7 @@ static cudaError_t launch_matvec(cu_ctx *c, const cu_weight *const *ws, float *c
 
 bool cu_matvec_fold_ok(const cu_ctx *c, const cu_weight *w) {
 #define WK_CASE_(t) \
-  if (w->type == t) return pick_kernel<t>(c) == KER_MVS;
+  if (w->type == t) return pick_kernel<t>(c) == KER_MVS || pick_kernel<t>(c) == KER_MVR;
   WK_CUDA_TYPES(WK_CASE_)
 #undef WK_CASE_
   return false;
@@ -162,7 +180,7 @@ int cu_matvec_multi(cu_ctx *c, const cu_weight *const *ws, float *const *ys, int
 #undef WK_CASE_
   if (e == cudaErrorNotSupported)
     return cu_fail(err, WICK_ERR_UNSUPPORTED, "cuda: type %d: only the streamed matrix-vector "
-                   "kernel takes a folded RMSNorm (this context picks v4 or v5)", ws[0]->type);
+                   "kernels take a folded RMSNorm (this context picks v4 or v5)", ws[0]->type);
   CK(e);
   CK_LAUNCH();
   return WICK_OK;
@@ -177,9 +195,9 @@ static bool has_mvq(int type) {
 }
 
 bool cu_matvec_glu_ok(const cu_ctx *c, const cu_weight *wg, const cu_weight *wu, int n) {
-  bool kernel = c->mv_f32x == MV_STREAM ? cu_type_supported(wg->type)
-                : c->mv_f32x == MV_INT8 ? has_mvq(wg->type)
-                                        : false;
+  bool kernel = c->mv_f32x == MV_STREAM                        ? cu_type_supported(wg->type)
+                : c->mv_f32x == MV_INT8 || c->mv_f32x == MV_REG ? has_mvq(wg->type)
+                                                                : false;
   return kernel && !c->mv_glu_off && n >= 1 && n <= c->mv_max_tokens && wg->type == wu->type &&
          wg->rows == wu->rows && wg->cols == wu->cols && wg->row_bytes == wu->row_bytes &&
          wg->cols % 32 == 0;
@@ -190,10 +208,12 @@ static cudaError_t launch_glu(cu_ctx *c, const cu_weight *wg, const cu_weight *w
                               const cu_xnorm *xn, int n, float *g, int act) {
   mv_jobs js = {};
   js.n = 2;
-  if (c->mv_f32x == MV_STREAM || mvs_cfg<T>::DEFAULT) {
+  int k = pick_kernel<T>(c);
+  if (k == KER_MVS || k == KER_MVR) {
     js.j[0] = {wg->d, wg->row_bytes, wg->rows, 0, g};
     js.j[1] = {wu->d, wu->row_bytes, wu->rows, 0, NULL};
     set_norm(&js, xn);
+    if (k == KER_MVR) return launch_mvr<T, true>(c, js, wg->cols, x, n, 0.0f, act);
     return launch_mvs<T, true>(c, js, wg->cols, x, n, 0.0f, act);
   }
   if constexpr (mvq_has<T>::value) {
@@ -303,6 +323,7 @@ int cu_matmul_xh(cu_ctx *c, const cu_weight *w, int n, float *y, float beta, wk_
     return gemm(c, w->d, CUDA_R_16F, w->rows, w->cols, c->xh, n, y, w->rows, beta, err);
   long chunk = (long)(c->wscratch_elems / (size_t)w->cols);
   if (chunk < 1) return cu_fail(err, WICK_ERR_RANGE, "cuda: GEMM scratch smaller than one row");
+  if (chunk < w->rows && chunk >= 256) chunk -= chunk % 256;  // pieces of whole GEMM tiles
   for (int r0 = 0; r0 < w->rows; r0 += (int)chunk) {
     int r1 = r0 + (int)chunk < w->rows ? r0 + (int)chunk : w->rows;
     int st = cu_dequant_f16(c, w, r0, r1, c->wscratch, err);

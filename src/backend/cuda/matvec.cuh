@@ -5,10 +5,10 @@
 // instead). One launch may serve up to three matrices of one type that read
 // the same x (Q/K/V, gate/up): blocks are dealt to them in order. Every
 // kernel is launched with programmatic dependent launch when the context
-// asks for it (helpers.cuh): it lets the next kernel launch at once and
-// waits for the previous one before it reads x. An RMSNorm may be folded
-// into x (mv_jobs.nw) for the streamed kernel only (mvs.cuh); v4 and v5
-// take x as it is (v7 in docs/CUDA.md: the fold slowed v4 down).
+// asks for it (helpers.cuh): it waits for the previous one before it reads
+// x, and the wait lets the next kernel launch. An RMSNorm may be folded
+// into x (mv_jobs.nw) for the streamed kernels only (mvs.cuh, mvr.cuh); v4
+// and v5 take x as it is (v7 in docs/CUDA.md: the fold slowed v4 down).
 #ifndef WICK_BACKEND_CUDA_MATVEC_CUH
 #define WICK_BACKEND_CUDA_MATVEC_CUH
 
@@ -25,7 +25,7 @@ struct mv_job {
 struct mv_jobs {
   mv_job j[3];
   int n;
-  const float *nw;  // [cols] folded RMSNorm (streamed kernel): x read as rmsnorm(x) * nw;
+  const float *nw;  // [cols] folded RMSNorm (streamed kernels): x read as rmsnorm(x) * nw;
                     // NULL: x as it is
   float eps;        // the norm's epsilon
 };
@@ -50,6 +50,64 @@ static __device__ __forceinline__ void mv_norm32(float *xv, const float *__restr
 // 1 / rms of a row from its sum of squares over cols values.
 static __device__ __forceinline__ float mv_rscale(float ss, int cols, float eps) {
   return rsqrtf(ss / (float)cols + eps);
+}
+
+// The block rounds one token's x (cols floats; times the folded norm's
+// weights nw unless NULL) to int8 per 32 values into shared memory: xq
+// (cols bytes, 16-byte aligned) and xm[g] = {dx, il | ih << 16} of group g,
+// the same values as mvq.cuh's quant_x32, with 4 lanes a group (8 values a
+// thread: few registers). Every thread of the block calls it; it ends on a
+// barrier and returns the norm's 1 / rms of x (1 without nw) to all. red:
+// 32 floats of shared scratch.
+static __device__ __forceinline__ float mv_round_x(const float *__restrict__ x, int cols,
+                                                   const float *__restrict__ nw, float eps,
+                                                   uint8_t *xq, uint2 *xm, float *red) {
+  float ss = 0.0f;
+  const int part = threadIdx.x & 3;  // values [8 part, 8 part + 8) of the group
+#pragma unroll 2
+  for (int i0 = 0; i0 < cols / 8; i0 += blockDim.x) {  // i0 uniform: every lane shuffles
+    const int i = i0 + threadIdx.x;
+    const bool ok = i < cols / 8;
+    float v[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+    if (ok) {
+      const float4 *xp = (const float4 *)(x + 8 * i);
+      float4 a = __ldg(xp), b = __ldg(xp + 1);
+      v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w;
+      v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
+      if (nw) {
+        const float4 *np = (const float4 *)(nw + 8 * i);
+        float4 c = __ldg(np), e = __ldg(np + 1);
+        const float w8[8] = {c.x, c.y, c.z, c.w, e.x, e.y, e.z, e.w};
+#pragma unroll
+        for (int k = 0; k < 8; k++) ss += v[k] * v[k], v[k] *= w8[k];
+      }
+    }
+    float am = 0.0f;
+#pragma unroll
+    for (int k = 0; k < 8; k++) am = fmaxf(am, fabsf(v[k]));
+    am = fmaxf(am, __shfl_xor_sync(0xffffffffu, am, 1));
+    am = fmaxf(am, __shfl_xor_sync(0xffffffffu, am, 2));
+    const float inv = am > 0.0f ? 127.0f / am : 0.0f;
+    uint32_t q[2];
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+      uint32_t a[4];
+#pragma unroll
+      for (int k = 0; k < 4; k++) a[k] = __float_as_uint(__fmaf_rn(v[4 * h + k], inv, 12582912.0f));
+      q[h] = __byte_perm(__byte_perm(a[0], a[1], 0x0040), __byte_perm(a[2], a[3], 0x0040), 0x5410);
+    }
+    int s = dp4(q[1], 0x01010101u, dp4(q[0], 0x01010101u, 0));
+    s += __shfl_xor_sync(0xffffffffu, s, 1);        // parts 0+1: il; parts 2+3: ih
+    const int sh = __shfl_xor_sync(0xffffffffu, s, 2);  // part 0 gets ih
+    if (ok) {
+      *(uint2 *)(xq + 8 * i) = make_uint2(q[0], q[1]);
+      if (part == 0)
+        xm[i >> 2] = make_uint2(__float_as_uint(am * (1.0f / 127.0f)),
+                                ((uint32_t)s & 0xffffu) | ((uint32_t)sh << 16));
+    }
+  }
+  __syncthreads();
+  return nw ? mv_rscale(block_sum(ss, red), cols, eps) : 1.0f;
 }
 
 // The job of this block and the block's index inside it.
@@ -103,7 +161,6 @@ __global__ void __launch_bounds__(NT) k_matvec(mv_jobs js, int cols, const float
   y += (size_t)tok * rows;
   int r0 = b * R;
   int ng = cols / 32;
-  pdl_launch_next();
   pdl_wait();
   float acc[R];
 #pragma unroll
@@ -149,7 +206,6 @@ __global__ void __launch_bounds__(NT) k_matvec_q8(mv_jobs js, int cols,
   constexpr int H = R / 2;
   if (GLU) b = blockIdx.x;  // every block serves both matrices; W, y are gate's
   int tok = blockIdx.y;
-  pdl_launch_next();
   pdl_wait();
   x += (size_t)tok * cols;
   y += (size_t)tok * rows;

@@ -22,7 +22,8 @@
 // Programmatic dependent launch: weight copies do not depend on the previous
 // kernel, so the block issues them first and waits for the previous grid
 // (griddepcontrol.wait, a no-op without pdl) only before it reads x; each
-// block lets the next grid launch as soon as it starts.
+// block lets the next grid launch as soon as it starts (the grid is one
+// wave: helpers.cuh).
 //
 // Folded RMSNorm (js.nw): int8 x, the block's prologue multiplies x by the
 // norm weight before rounding it and sums the squares of the row (one
@@ -171,8 +172,8 @@ __global__ void __launch_bounds__(NT, 1) k_mvs(mv_jobs js, mvs_shape sh, int col
   const int pre = sh.stages - 1;
   if (warp == 0)
     for (int u = 0; u < pre && u < units; u++) issue_w(u);
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-  asm volatile("griddepcontrol.wait;" ::: "memory");
+  pdl_launch_next();  // one wave of blocks (helpers.cuh)
+  pdl_wait();
   if (warp == 0)
     for (int u = 0; u < pre && u < units; u++) issue_x(u);
   float ssw = 0.0f;  // folded norm, f32 x: the lane's squares of the tile's columns

@@ -16,7 +16,6 @@ __global__ void k_rmsnorm(const float *__restrict__ x, const int32_t *__restrict
                           const float *__restrict__ w, float eps, int dim, OUT *__restrict__ out,
                           int add) {
   __shared__ float scratch[32];
-  pdl_launch_next();
   pdl_wait();
   int t = blockIdx.x, nv = dim / 4;
   const float4 *xr = (const float4 *)(x + (size_t)(rows ? rows[t] : t) * dim);
@@ -90,7 +89,6 @@ __global__ void __launch_bounds__(QP_WARPS * 32)
                const float *__restrict__ v, __half *__restrict__ kc, __half *__restrict__ vc) {
   __shared__ float hv[QP_WARPS][QP_MAX_HD];
   __shared__ float2 cs[QP_MAX_HD / 2];
-  pdl_launch_next();
   pdl_wait();
   int t = blockIdx.x, lane = threadIdx.x & 31, w = threadIdx.x >> 5;
   int hd = a.head_dim, nq = a.n_heads, nkv = a.n_kv_heads;
@@ -133,7 +131,6 @@ int cu_qkv_post(cu_ctx *c, const cu_attn_shape *a, const cu_meta *m, int n, floa
 }
 
 __global__ void k_glu(float *__restrict__ g, const float *__restrict__ u, long n, int act) {
-  pdl_launch_next();
   pdl_wait();
   long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= n) return;
@@ -160,8 +157,42 @@ int cu_glu_xh(cu_ctx *c, const float *g, const float *u, long n, int act, wk_err
   return WICK_OK;
 }
 
+// Sets *big when a bf16 value (a code of n) is finite and would overflow f16.
+__global__ void k_bf16_big(const uint16_t *__restrict__ p, size_t n, int *big) {
+  size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  float f = __uint_as_float((uint32_t)p[i] << 16);
+  if (isfinite(f) && fabsf(f) >= 65520.0f) *big = 1;
+}
+
+__global__ void k_bf16_to_f16(uint16_t *p, size_t n) {
+  size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  __half h = __float2half_rn(__uint_as_float((uint32_t)p[i] << 16));
+  p[i] = __half_as_ushort(h);
+}
+
+int cu_bf16_to_f16(cu_ctx *c, void *d, size_t n, bool *done, wk_error *err) {
+  *done = false;
+  int *big, hb = 0;
+  CK(cudaMalloc((void **)&big, sizeof(int)));
+  unsigned grid = (unsigned)((n + 255) / 256);
+  cudaError_t e = cudaMemsetAsync(big, 0, sizeof(int), c->st);
+  if (e == cudaSuccess) k_bf16_big<<<grid, 256, 0, c->st>>>((const uint16_t *)d, n, big);
+  if (e == cudaSuccess) e = cudaGetLastError();
+  if (e == cudaSuccess) e = cudaMemcpyAsync(&hb, big, sizeof(int), cudaMemcpyDeviceToHost, c->st);
+  if (e == cudaSuccess) e = cudaStreamSynchronize(c->st);
+  cudaFree(big);
+  CK(e);
+  if (hb) return WICK_OK;
+  k_bf16_to_f16<<<grid, 256, 0, c->st>>>((uint16_t *)d, n);
+  CK_LAUNCH();
+  CK(cudaStreamSynchronize(c->st));
+  *done = true;
+  return WICK_OK;
+}
+
 __global__ void k_softcap(float *__restrict__ x, long n, float cap) {
-  pdl_launch_next();
   pdl_wait();
   long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) x[i] = cap * tanhf(x[i] / cap);

@@ -1,0 +1,442 @@
+// The register-streamed matrix-vector kernel (docs/CUDA.md, v9) for Q4_K,
+// Q5_K, Q6_K and Q8_0 with x rounded to int8: weights read straight into
+// registers by coalesced loads, D steps ahead of the arithmetic, many warps
+// an SM and no block-wide barrier after the prologue.
+//
+// Prologue (per block, one token: blockIdx.y): each warp prefetches the
+// first PF steps of its first unit into L2 (weights do not depend on the
+// previous kernel; a prefetch holds no registers, which the pipeline below
+// needs), lets the next grid launch, waits for the previous one, then the
+// block rounds its token's x to int8 per 32 values into shared memory
+// (matvec.cuh's mv_round_x, the folded RMSNorm applied there: ~1.25 bytes a
+// column) and meets at one barrier.
+//
+// Work: a unit is RW consecutive rows of one job (GLU: RW gate rows and the
+// same RW up rows). The grid is one wave of resident warps; warp w of the
+// grid takes units w, w + W, w + 2W, ... (W warps a token), so blocks never
+// wait for each other. A step covers 1024 columns of RW rows: for the
+// K-quants 4 super-blocks, 8 lanes each (lane / 8 the super-block, j =
+// lane % 8 the lane in it); for Q8_0 32 blocks, a lane each. An item is a
+// step (GLU: a step of the gate rows, then the same step of the up rows);
+// a warp's items, unit after unit, are one stream: the loads of item i + D
+// are issued before item i is computed (a ring of D + 1 register sets),
+// across unit ends too. Lanes past the end of a row (super-blocks a row not
+// a multiple of 4, Q8_0 blocks not of 32) read the row's last block again
+// and count it with an x scale of 0. Rows past a job's end repeat its last
+// row and are never written.
+//
+// Every quant block is read where it lies in its row: Q4_K (144 bytes) and
+// Q5_K (176) are 16-byte aligned (rows of a multiple of 16 bytes) and read in
+// 16-byte loads; Q6_K (210) and Q8_0 (34) are 2-byte aligned and read as
+// aligned 32-bit words joined by funnel shifts, never before the 4-byte
+// boundary at or below the block nor past the one at or above its end.
+#ifndef WICK_BACKEND_CUDA_MVR_CUH
+#define WICK_BACKEND_CUDA_MVR_CUH
+
+#include "backend/cuda/mvs.cuh"  // mv_jobs, mv_round_x, the job of a tile (mvs_job)
+
+static __device__ __forceinline__ uint4 mvr_ld16(const uint8_t *p) {
+  return __ldg((const uint4 *)p);
+}
+static __device__ __forceinline__ uint32_t mvr_ld4(const uint8_t *p) {
+  return __ldg((const unsigned int *)p);
+}
+static __device__ __forceinline__ uint32_t mvr_ld2(const uint8_t *p) {
+  return __ldg((const unsigned short *)p);
+}
+// The raw aligned words under 16 bytes at 2-byte aligned p: r[0..3] from
+// the 4-byte boundary at or below p, and (p 2 mod 4) the halfword after
+// them; word i of the bytes at p is __funnelshift_r(r[i], r[i + 1], 8 (p & 3)).
+static __device__ __forceinline__ void mvr_ld16_a2(const uint8_t *p, uint32_t *r) {
+  const uint8_t *a = (const uint8_t *)((uintptr_t)p & ~(uintptr_t)3);
+#pragma unroll
+  for (int i = 0; i < 4; i++) r[i] = mvr_ld4(a + 4 * i);
+  r[4] = ((uintptr_t)p & 2) ? mvr_ld2(a + 16) : 0u;
+}
+// p moved by d bytes (modulo 2^64: d may be a negative distance).
+static __device__ __forceinline__ const uint8_t *mvr_at(const uint8_t *p, uintptr_t d) {
+  return (const uint8_t *)((uintptr_t)p + d);
+}
+// Brings the 32-byte sector at p into L2 (no registers held).
+static __device__ __forceinline__ void mvr_prefetch(const uint8_t *p) {
+  asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
+}
+
+// The lane's x of one step for the K-quants: 16 int8 values at offset 16h
+// of group ga and 16 at the same offset of group gb, the groups' scales (0
+// for a lane past the end of its row) and the sums of those 16 values (il
+// for h = 0, ih for h = 1).
+struct mvr_x2 {
+  uint4 a, b;
+  float da, db;
+  int sa, sb;
+};
+static __device__ __forceinline__ void mvr_load_x2(mvr_x2 &x, const uint8_t *xq, const uint2 *xm,
+                                                   int ga, int gb, int h, bool ok) {
+  x.a = *(const uint4 *)(xq + 32 * ga + 16 * h), x.b = *(const uint4 *)(xq + 32 * gb + 16 * h);
+  uint2 ma = xm[ga], mb = xm[gb];
+  x.da = ok ? __uint_as_float(ma.x) : 0.0f, x.db = ok ? __uint_as_float(mb.x) : 0.0f;
+  int s = 16 - 16 * h;  // il is the low half of .y, ih the high half
+  x.sa = (int)(ma.y << s) >> 16, x.sb = (int)(mb.y << s) >> 16;
+}
+
+// Per weight type: LPB lanes a quant block; w_t, one row's raw registers of
+// one step; x_t, the lane's x of one step (shared by the warp's RW rows);
+// load(w, blk, j) issues the loads of lane j (of LPB) of the block at blk;
+// load_x(x, xq, xm, b, j, ok) reads block b's x for lane j from shared
+// memory (ok false: the lane is past the end of its row, scale 0);
+// dot(w, x, j) is the lane's part of the row's product.
+template <int T>
+struct mvr_fmt;
+
+// Q4_K and Q5_K: lane j = 2p + h takes qs bytes [16j, 16j + 16) of the
+// super-block's 128: their low nibbles are values 64p + 16h + [0, 16)
+// (sub-block 2p, group 2p of x at offset 16h), their high nibbles values
+// 64p + 32 + 16h + [0, 16) (sub-block 2p + 1, group 2p + 1).
+static __device__ __forceinline__ void mvr_load_xk(mvr_x2 &x, const uint8_t *xq, const uint2 *xm,
+                                                   int b, int j, bool ok) {
+  int g = 8 * b + 2 * (j >> 1);
+  mvr_load_x2(x, xq, xm, g, g + 1, j & 1, ok);
+}
+// The lane's part of a Q4_K/Q5_K row from its header h (d, dmin, 12 scale
+// bytes) and the integer dot products ia, ib of sub-blocks 2p and 2p + 1.
+static __device__ __forceinline__ float mvr_kq_sum(uint4 h, int p, int ia, int ib,
+                                                   const mvr_x2 &x) {
+  // sub-blocks 2p and 2p + 1 are bytes 2 (p & 1) and the next of each
+  // scale word: their scales and mins side by side in 16 bits
+  int sh = 16 * (p & 1);
+  uint32_t y = h.y >> sh, z = h.z >> sh, v = h.w >> sh;
+  uint32_t sc = p < 2 ? y & 0x3F3Fu : (v & 0x0F0Fu) | ((y >> 2) & 0x3030u);
+  uint32_t mn = p < 2 ? z & 0x3F3Fu : ((v >> 4) & 0x0F0Fu) | ((z >> 2) & 0x3030u);
+  float d = __half2float(__ushort_as_half((unsigned short)h.x));
+  float dmin = __half2float(__ushort_as_half((unsigned short)(h.x >> 16)));
+  float fs = x.da * (float)((int)(sc & 0xffu) * ia) + x.db * (float)((int)(sc >> 8) * ib);
+  float fm = x.da * (float)((int)(mn & 0xffu) * x.sa) + x.db * (float)((int)(mn >> 8) * x.sb);
+  return d * fs - dmin * fm;
+}
+
+template <>
+struct mvr_fmt<WK_Q4_K> {
+  static constexpr int LPB = 8;
+  struct w_t {
+    uint4 h, q;  // header, qs bytes [16j, 16j + 16)
+  };
+  using x_t = mvr_x2;
+  static __device__ __forceinline__ void load(w_t &w, const uint8_t *blk, int j) {
+    w.h = mvr_ld16(blk), w.q = mvr_ld16(blk + 16 + 16 * j);
+  }
+  static __device__ __forceinline__ void load_x(x_t &x, const uint8_t *xq, const uint2 *xm, int b,
+                                                int j, bool ok) {
+    mvr_load_xk(x, xq, xm, b, j, ok);
+  }
+  static __device__ __forceinline__ float dot(const w_t &w, const x_t &x, int j) {
+    const uint32_t q[4] = {w.q.x, w.q.y, w.q.z, w.q.w};
+    const uint32_t xa[4] = {x.a.x, x.a.y, x.a.z, x.a.w}, xb[4] = {x.b.x, x.b.y, x.b.z, x.b.w};
+    int ia = 0, ib = 0;
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+      ia = dp4(q[i] & 0x0F0F0F0Fu, xa[i], ia);
+      ib = dp4((q[i] >> 4) & 0x0F0F0F0Fu, xb[i], ib);
+    }
+    return mvr_kq_sum(w.h, j >> 1, ia, ib, x);
+  }
+};
+
+// Q5_K: the fifth bits of the lane's values are bits 2p (low nibbles) and
+// 2p + 1 (high nibbles) of qh bytes [16h, 16h + 16).
+template <>
+struct mvr_fmt<WK_Q5_K> {
+  static constexpr int LPB = 8;
+  struct w_t {
+    uint4 h, qh, q;  // header, qh bytes [16h, 16h + 16), qs bytes [16j, 16j + 16)
+  };
+  using x_t = mvr_x2;
+  static __device__ __forceinline__ void load(w_t &w, const uint8_t *blk, int j) {
+    w.h = mvr_ld16(blk), w.qh = mvr_ld16(blk + 16 + 16 * (j & 1));
+    w.q = mvr_ld16(blk + 48 + 16 * j);
+  }
+  static __device__ __forceinline__ void load_x(x_t &x, const uint8_t *xq, const uint2 *xm, int b,
+                                                int j, bool ok) {
+    mvr_load_xk(x, xq, xm, b, j, ok);
+  }
+  static __device__ __forceinline__ float dot(const w_t &w, const x_t &x, int j) {
+    const uint32_t q[4] = {w.q.x, w.q.y, w.q.z, w.q.w}, qh[4] = {w.qh.x, w.qh.y, w.qh.z, w.qh.w};
+    const uint32_t xa[4] = {x.a.x, x.a.y, x.a.z, x.a.w}, xb[4] = {x.b.x, x.b.y, x.b.z, x.b.w};
+    const int p = j >> 1;
+    int ia = 0, ib = 0;
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+      uint32_t hi = qh[i] >> (2 * p);
+      ia = dp4((q[i] & 0x0F0F0F0Fu) | ((hi & 0x01010101u) << 4), xa[i], ia);
+      ib = dp4(((q[i] >> 4) & 0x0F0F0F0Fu) | (((hi >> 1) & 0x01010101u) << 4), xb[i], ib);
+    }
+    return mvr_kq_sum(w.h, p, ia, ib, x);
+  }
+};
+
+// Q6_K: lane j = 4n + q takes ql bytes [64n + 16q, +16) of half n of the
+// super-block. With c = q / 2 and h = q % 2 their low nibbles are values
+// 128n + 32c + 16h + [0, 16) (sub-block 8n + q: group 4n + c of x at
+// offset 16h) and their high nibbles values 64 further (sub-block 8n + 4 +
+// q, group 4n + 2 + c); the top two bits of both come from qh bytes
+// [128 + 32n + 16h, +16) (bits 2c, 2c + 1 and 2c + 4, 2c + 5; lanes q and
+// q ^ 2 read the same bytes); scales int8 at 192 + 8n + q and 196 + 8n + q,
+// d at 208, levels - 32.
+template <>
+struct mvr_fmt<WK_Q6_K> {
+  static constexpr int LPB = 8;
+  struct w_t {
+    uint32_t l[5], h[5];  // raw words of the ql and qh runs (mvr_ld16_a2)
+    uint32_t s0, s1, d;   // halfwords holding the two scales, d (f16)
+    uint32_t sh;          // 8 * (block address & 3): the runs' funnel shift
+  };
+  using x_t = mvr_x2;
+  static __device__ __forceinline__ void load(w_t &w, const uint8_t *blk, int j) {
+    const int n = j >> 2, q = j & 3;
+    mvr_ld16_a2(blk + 64 * n + 16 * q, w.l);
+    mvr_ld16_a2(blk + 128 + 32 * n + 16 * (q & 1), w.h);
+    w.s0 = mvr_ld2(blk + 192 + 8 * n + (q & 2)), w.s1 = mvr_ld2(blk + 196 + 8 * n + (q & 2));
+    w.d = mvr_ld2(blk + 208);
+    w.sh = (uint32_t)((uintptr_t)blk & 2) * 8u;
+  }
+  static __device__ __forceinline__ void load_x(x_t &x, const uint8_t *xq, const uint2 *xm, int b,
+                                                int j, bool ok) {
+    int g = 8 * b + 4 * (j >> 2) + ((j >> 1) & 1);
+    mvr_load_x2(x, xq, xm, g, g + 2, j & 1, ok);
+  }
+  static __device__ __forceinline__ float dot(const w_t &w, const x_t &x, int j) {
+    const uint32_t xa[4] = {x.a.x, x.a.y, x.a.z, x.a.w}, xb[4] = {x.b.x, x.b.y, x.b.z, x.b.w};
+    const int hs = j & 2;  // 2c: the qh bits of the low nibbles' values
+    int ia = 0, ib = 0;
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+      uint32_t l = __funnelshift_r(w.l[i], w.l[i + 1], w.sh);
+      uint32_t h = __funnelshift_r(w.h[i], w.h[i + 1], w.sh) >> hs;
+      ia = dp4((l & 0x0F0F0F0Fu) | ((h & 0x03030303u) << 4), xa[i], ia);
+      ib = dp4(((l >> 4) & 0x0F0F0F0Fu) | (((h >> 4) & 0x03030303u) << 4), xb[i], ib);
+    }
+    const int bs = 8 * (j & 1);  // the scale's byte in its halfword
+    int sa = (int)(int8_t)(w.s0 >> bs), sb = (int)(int8_t)(w.s1 >> bs);
+    float s = x.da * (float)(sa * (ia - 32 * x.sa)) + x.db * (float)(sb * (ib - 32 * x.sb));
+    return __half2float(__ushort_as_half((unsigned short)w.d)) * s;
+  }
+};
+
+// Q8_0: a lane a 34-byte block, read as the 9 aligned words under it (from
+// the 4-byte boundary at or below the block: d and qs in both alignments).
+template <>
+struct mvr_fmt<WK_Q8_0> {
+  static constexpr int LPB = 1;
+  struct w_t {
+    uint32_t r[9];
+    uint32_t sh;  // 16 (block 4-byte aligned) or 32 (2 mod 4): qs word i = r[i]:r[i+1] >> sh
+  };
+  struct x_t {
+    uint4 a, b;
+    float dx;
+  };
+  static __device__ __forceinline__ void load(w_t &w, const uint8_t *blk, int) {
+    const uint8_t *a = (const uint8_t *)((uintptr_t)blk & ~(uintptr_t)3);
+#pragma unroll
+    for (int i = 0; i < 9; i++) w.r[i] = mvr_ld4(a + 4 * i);
+    w.sh = 16u + (uint32_t)((uintptr_t)blk & 2) * 8u;
+  }
+  static __device__ __forceinline__ void load_x(x_t &x, const uint8_t *xq, const uint2 *xm, int b,
+                                                int, bool ok) {
+    x.a = *(const uint4 *)(xq + 32 * b), x.b = *(const uint4 *)(xq + 32 * b + 16);
+    x.dx = ok ? __uint_as_float(xm[b].x) : 0.0f;
+  }
+  static __device__ __forceinline__ float dot(const w_t &w, const x_t &x, int) {
+    const uint32_t xv[8] = {x.a.x, x.a.y, x.a.z, x.a.w, x.b.x, x.b.y, x.b.z, x.b.w};
+    int a = 0;
+#pragma unroll
+    for (int i = 0; i < 8; i++) a = dp4(__funnelshift_rc(w.r[i], w.r[i + 1], w.sh), xv[i], a);
+    float d = __half2float(__ushort_as_half((unsigned short)(w.r[0] >> (w.sh - 16u))));
+    return d * x.dx * (float)a;
+  }
+};
+
+// The types k_mvr serves.
+template <int T>
+struct mvr_has {
+  static constexpr bool value = T == WK_Q4_K || T == WK_Q5_K || T == WK_Q6_K || T == WK_Q8_0;
+};
+
+// NT: the largest block (ptxas fits the registers to one such block an
+// SM); the launch may use smaller ones (mvr_launch).
+template <int T, int NT, int RW, int D, bool GLU>
+__global__ void __launch_bounds__(NT, 1) k_mvr(mv_jobs js, int cols, const float *__restrict__ x,
+                                               float beta, int act) {
+  using F = mvr_fmt<T>;
+  using W = typename F::w_t;
+  constexpr int BPS = 32 / F::LPB, BYTES = qtype<T>::BYTES, M = GLU ? 2 : 1;
+  constexpr int PF = 4;  // steps of the first unit prefetched before the wait
+  static_assert(!GLU || (D + 1) % 2 == 0, "gate and up items alternate: an even ring");
+  extern __shared__ uint4 mvr_smem[];
+  __shared__ float red[32];
+  uint8_t *xq = (uint8_t *)mvr_smem;
+  uint2 *xm = (uint2 *)(xq + cols);
+  const int lane = threadIdx.x & 31, tok = blockIdx.y;
+  const int sub = lane / F::LPB, j = lane % F::LPB;  // block of the step, lane in the block
+  const int bpr = cols / qtype<T>::BLOCK, steps = (bpr + BPS - 1) / BPS, items = M * steps;
+  const size_t row_bytes = js.j[0].row_bytes;
+  const int units = js.j[0].nblk + (js.n > 1 ? js.j[1].nblk : 0) + (js.n > 2 ? js.j[2].nblk : 0);
+  const int nw = blockDim.x >> 5, gw = blockIdx.x * nw + (threadIdx.x >> 5), tw = gridDim.x * nw;
+  const int total = gw < units ? ((units - 1 - gw) / tw + 1) * items : 0;  // the warp's items
+  const uintptr_t up = GLU ? (uintptr_t)js.j[1].W - (uintptr_t)js.j[0].W : 0;  // up - gate row
+
+  // Loads: item li of unit lu; lp[r] the start of the unit's row r (GLU:
+  // its gate row). An item is a step (GLU: a step of the gate rows, then
+  // the same step of the up rows).
+  const uint8_t *lp[RW];
+  int lu = gw, li = 0;
+  auto set_rows = [&](int u) {
+    int tj, ji = mvs_job(js, u, &tj);
+    int rows = ji == 0 ? js.j[0].rows : ji == 1 ? js.j[1].rows : js.j[2].rows;
+    const uint8_t *mat = ji == 0 ? js.j[0].W : ji == 1 ? js.j[1].W : js.j[2].W;
+#pragma unroll
+    for (int r = 0; r < RW; r++) lp[r] = mat + (size_t)min(tj * RW + r, rows - 1) * row_bytes;
+  };
+  auto load = [&](W *w, int m) {  // m: the item's matrix (GLU: 1 up), known at compile time
+    const int s = GLU ? li >> 1 : li;
+    const size_t off = (size_t)min(s * BPS + sub, bpr - 1) * BYTES;
+#pragma unroll
+    for (int r = 0; r < RW; r++) F::load(w[r], mvr_at(lp[r] + off, m ? up : 0), j);
+    if (++li == items) {
+      li = 0, lu += tw;
+      if (lu < units) set_rows(lu);
+    }
+  };
+
+  // Before the wait: the first unit's first PF steps into L2 (a lane a
+  // 32nd of each row's step), so they arrive while x is rounded.
+  if (total > 0) {
+    set_rows(gw);
+    const size_t step_bytes = (size_t)BPS * BYTES, last = (size_t)bpr * BYTES - 1;
+    for (int s = 0; s < PF && s < steps; s++) {
+      size_t off = min((size_t)s * step_bytes + (size_t)lane * step_bytes / 32, last);
+#pragma unroll
+      for (int m = 0; m < M; m++)
+#pragma unroll
+        for (int r = 0; r < RW; r++) mvr_prefetch(mvr_at(lp[r] + off, m ? up : 0));
+    }
+  }
+  pdl_launch_next();
+  pdl_wait();
+  x += (size_t)tok * cols;
+  const float rs = mv_round_x(x, cols, js.nw, js.eps, xq, xm, red);
+
+  W w[D + 1][RW];  // ring of register sets: item i in w[i % (D + 1)]
+#pragma unroll
+  for (int k = 0; k < D; k++)
+    if (k < total) load(w[k], GLU ? k & 1 : 0);
+
+  // Arithmetic: item ci of unit cu.
+  int cu = gw, ci = 0;
+  float acc[M][RW];
+#pragma unroll
+  for (int m = 0; m < M; m++)
+#pragma unroll
+    for (int r = 0; r < RW; r++) acc[m][r] = 0.0f;
+  auto finish = [&]() {  // the unit's row sums
+    int tj, ji = mvs_job(js, cu, &tj);
+#pragma unroll
+    for (int m = 0; m < M; m++)
+#pragma unroll
+      for (int r = 0; r < RW; r++) acc[m][r] = warp_sum(acc[m][r]) * rs;
+    if (lane == 0) {
+      int rows = ji == 0 ? js.j[0].rows : ji == 1 ? js.j[1].rows : js.j[2].rows;
+      float *y = (ji == 0 ? js.j[0].y : ji == 1 ? js.j[1].y : js.j[2].y) + (size_t)tok * rows;
+#pragma unroll
+      for (int r = 0; r < RW; r++) {
+        int row = tj * RW + r;
+        if (row >= rows) break;
+        if constexpr (GLU)
+          y[row] = glu_act(acc[0][r], act) * acc[M - 1][r];
+        else
+          y[row] = beta != 0.0f ? acc[0][r] + beta * y[row] : acc[0][r];
+      }
+    }
+#pragma unroll
+    for (int m = 0; m < M; m++)
+#pragma unroll
+      for (int r = 0; r < RW; r++) acc[m][r] = 0.0f;
+  };
+  auto compute = [&](const W *w, int m) {
+    const int b = (GLU ? ci >> 1 : ci) * BPS + sub;
+    const bool ok = b < bpr;
+    typename F::x_t xv;
+    F::load_x(xv, xq, xm, ok ? b : bpr - 1, j, ok);
+#pragma unroll
+    for (int r = 0; r < RW; r++) acc[m][r] += F::dot(w[r], xv, j);
+    if (++ci == items) finish(), ci = 0, cu += tw;
+  };
+
+  for (int i0 = 0; i0 < total; i0 += D + 1) {
+#pragma unroll
+    for (int k = 0; k <= D; k++) {
+      if (i0 + k >= total) break;
+      if (i0 + k + D < total) load(w[(k + D) % (D + 1)], GLU ? (k + D) & 1 : 0);
+      compute(w[k], GLU ? k & 1 : 0);
+    }
+  }
+}
+
+// Shape per type and kind (GLU: gate/up): NT threads at most a block, RW
+// rows a step, D items of loads in flight ahead of the arithmetic (GLU: D
+// odd). ptxas fits the registers to NT threads an SM (64 at 1024, 80 at
+// 768); a lane holds (D + 1) RW raw register sets, so D and RW are what
+// the registers allow without spills (docs/CUDA.md v9: ptxas figures).
+template <int T, bool GLU>
+struct mvr_cfg {
+  static constexpr int RW = 1;
+  // Q6_K: 1024 threads and one item ahead measured 55/51% of the copy rate
+  // at 4096x14336 / 14336x4096 against 40/53% with 768 and two (session 4).
+  static constexpr int D = T == WK_Q6_K ? 1 : T == WK_Q5_K && !GLU ? 2 : 3;
+  static constexpr int NT = T == WK_Q5_K && GLU ? 768 : 1024;
+};
+
+// Launches k_mvr over js (job j's nblk gets its units) for n tokens: one
+// wave, every warp the same number of units (within one). Blocks are as
+// large as leaves at most a quarter of the SMs idle (each block rounds x
+// once: fewer, larger blocks read less of it), halving from NT down to NT/4
+// threads. Returns cudaErrorInvalidValue when x's int8 copy does not fit in
+// shared memory.
+template <int T, int NT, int RW, int D, bool GLU>
+static cudaError_t mvr_launch(mv_jobs js, int cols, const float *x, int n, float beta, int act,
+                              bool pdl, cudaStream_t st) {
+  long units = 0;
+  for (int i = 0; i < js.n; i++) {
+    js.j[i].nblk = GLU && i > 0 ? 0 : cu_div_up(js.j[i].rows, RW);
+    units += js.j[i].nblk;
+  }
+  if (units == 0 || n < 1) return cudaSuccess;
+  size_t smem = (size_t)cols + (size_t)cols / 32 * sizeof(uint2);
+  auto kern = k_mvr<T, NT, RW, D, GLU>;
+  cudaError_t e;
+  if (smem > 48 * 1024 &&
+      cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) !=
+          cudaSuccess) {
+    cudaGetLastError();
+    return cudaErrorInvalidValue;
+  }
+  int dev = 0, sms = 0;
+  if ((e = cudaGetDevice(&dev)) != cudaSuccess) return e;
+  e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+  if (e != cudaSuccess) return e;
+  int nt = NT, blocks = 0;
+  for (;; nt /= 2) {
+    int per_sm = 0, nw = nt / 32;
+    if ((e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, nt, smem)) != cudaSuccess)
+      return e;
+    if (per_sm < 1) return cudaErrorInvalidValue;
+    long slots = (long)per_sm * sms * nw / n;  // resident warps a token
+    if (slots < nw) slots = nw;
+    long per_warp = (units + slots - 1) / slots;
+    blocks = cu_div_up((units + per_warp - 1) / per_warp, nw);
+    if (nt <= NT / 4 || (long)blocks * n * 4 >= (long)sms * 3) break;
+  }
+  return cu_launch(pdl, st, dim3(blocks, n), dim3(nt), smem, kern, js, cols, x, beta, act);
+}
+
+#endif
