@@ -16,6 +16,7 @@
 #ifdef WICK_HAVE_CUDA
 #include "backend/cuda/cuda_test.h"
 #endif
+#include "test_cuda_skip.h"
 
 #ifdef WICK_HAVE_CUDA
 static int g_fail;
@@ -48,6 +49,13 @@ static int int8_x(int type, int path) {
   if (path == 1 || path == 3) return 0;
   return type == WK_Q4_0 || type == WK_Q4_1 || type == WK_Q5_0 || type == WK_Q5_1 ||
          type == WK_Q8_0 || type == WK_Q4_K || type == WK_Q5_K || type == WK_Q6_K;
+}
+
+// Types the register-streamed kernel serves (path 6; mvr.cuh's mvr_has):
+// int8 x for the K-quants and Q8_0, f32 x for F16 and BF16.
+static int reg_type(int type) {
+  return type == WK_Q4_K || type == WK_Q5_K || type == WK_Q6_K || type == WK_Q8_0 ||
+         type == WK_F16 || type == WK_BF16;
 }
 
 // c rounded up to a whole number of the type's blocks.
@@ -397,14 +405,8 @@ static void test_attention(int nh, int nkv, int hd, int n_ctx, int n_new, int wi
 #endif
 
 int main(void) {
-#ifndef WICK_HAVE_CUDA
-  printf("skipped: no CUDA device\n");
-  return 0;
-#else
-  if (backend_cuda_device_count() == 0) {
-    printf("skipped: no CUDA device\n");
-    return 0;
-  }
+  if (cuda_absent()) return 0;
+#ifdef WICK_HAVE_CUDA
   for (size_t i = 0; i < sizeof k_types / sizeof k_types[0]; i++) {
     int t = k_types[i];
     test_matmul(t, 67, 768, 1, 0);
@@ -444,12 +446,16 @@ int main(void) {
     // The register-streamed kernel (path 6; 7 its three-matrix launch, 8
     // beta): super-blocks a row off the 4 of a warp step (768, 1280, 2816
     // columns; Q6_K rows of 1050 bytes start 2 mod 4 every other row, Q8_0
-    // rows of 850 bytes too), one to several units a warp (17000 rows),
+    // rows of 850 bytes too; FP8 rows of 924 bytes (896 columns) 4 mod 8,
+    // of 396 (384) 4 mod 16), one to several units a warp (17000 rows),
     // 1 to 4 tokens, gate/up with both activations, the folded norm (after
-    // a dependent launch, and in a graph). Float types fall back to v4.
+    // a dependent launch, and in a graph). FP8 keeps x in f32 (the f32
+    // tolerance: int8_x is 0); the other float types fall back to v4.
     test_matmul(t, 45, 768, 1, 6);
-    if (int8_x(t, 0)) {
+    if (reg_type(t)) {
       test_matmul(t, 37, 14336, 1, 6);
+      test_matmul(t, 29, 4096, 3, 6);
+      test_matmul(t, 31, 14336, 2, 6);
       test_matmul(t, 33, fit_cols(t, 1280), 4, 6);
       test_matmul(t, 41, fit_cols(t, 2816), 2, 6);
       test_matmul(t, 19, fit_cols(t, 800), 3, 6);
@@ -463,11 +469,26 @@ int main(void) {
       test_glu(t, 45, 512, 1, 0, 6);
       test_glu(t, 37, fit_cols(t, 1280), 4, 1, 6);
       test_glu(t, 9000, 256, 1, 0, 6);
+      test_glu(t, 43, 4096, 2, 1, 6);
       test_matmul_v(t, 45, 2048, 1, 6, 1);
       test_matmul_v(t, 19, 4096, 4, 6, 2);
       test_matmul_v(t, 27, fit_cols(t, 2816), 2, 6, 1);
       test_glu_v(t, 45, 1024, 1, 1, 6, 1);
       test_glu_v(t, 21, fit_cols(t, 1280), 3, 0, 6, 1);
+    }
+    // Path 9: the register-streamed kernel's FP8 format (f32 x), not
+    // MV_REG's choice for it: rows off a step's blocks (768, 896, 1280,
+    // 2816 columns), 14336 columns (56 KB of x), one to several units a
+    // warp, 1 to 4 tokens.
+    if (t == WK_FP8_E4M3 || t == WK_FP8_E5M2) {
+      test_matmul(t, 45, 768, 1, 9);
+      test_matmul(t, 37, 14336, 1, 9);
+      test_matmul(t, 29, 4096, 2, 9);
+      test_matmul(t, 33, 1280, 4, 9);
+      test_matmul(t, 41, 2816, 3, 9);
+      test_matmul(t, 19, fit_cols(t, 800), 2, 9);
+      test_matmul(t, 17000, 256, 1, 9);
+      test_matmul(t, 6000, 256, 3, 9);
     }
     test_norm_refused(t, 3);
     test_embed(t, 50, 512);
@@ -519,6 +540,8 @@ int main(void) {
     return 1;
   }
   printf("all CUDA kernel checks passed\n");
+  return 0;
+#else
   return 0;
 #endif
 }

@@ -264,8 +264,12 @@ static int cuda_prepare(wk_backend *b, const wk_model *m, const wk_backend_param
                  : !strcmp(me, "reg")    ? MV_REG
                                          : MV_INT8;
   s->c.pdl = pe ? pe[0] == '1' : PDL_DEFAULT;
-  const char *pv = getenv("WICK_CUDA_PDL_V4");  // =0: v4 without it (comparison)
-  s->c.pdl_v4 = s->c.pdl && !(pv && pv[0] == '0');
+  // The v4 kernel (float types) launches plainly: its grids are several
+  // waves, and the next kernel's blocks waiting beside its last wave cost
+  // more than the overlap gave (BF16 8B decode 5.47 against 5.65 ms at
+  // context 4096, session 4 call 3). WICK_CUDA_PDL_V4=1 for comparison.
+  const char *pv = getenv("WICK_CUDA_PDL_V4");
+  s->c.pdl_v4 = s->c.pdl && pv && pv[0] == '1';
   s->fold_norm = fe ? fe[0] == '1' : FOLD_NORM_DEFAULT;
   // WICK_CUDA_FUSE_GLU=0: gate/up products and the gated unit as separate
   // launches even where the fused kernel applies (for comparison).

@@ -18,6 +18,22 @@ extern "C" {
 #include "base/fp.h"
 }
 
+// Path 9: one launch of the register-streamed kernel at the type's shape,
+// for every type it has a format for (mvr_can: F16 and BF16 too, which
+// MV_REG does not send to it yet).
+template <int T>
+static cudaError_t test_mvr(const uint8_t *w, size_t rb, int rows, int cols, const float *x, int n,
+                            float *y, cudaStream_t st) {
+  if constexpr (mvr_can<T>::value) {
+    mv_jobs js = {};
+    js.j[0] = {w, rb, rows, 0, y};
+    js.n = 1;
+    using C = mvr_cfg<T, false>;
+    return mvr_launch<T, C::NT, C::RW, C::D, false>(js, cols, x, n, 0.0f, 0, false, st);
+  }
+  return cudaErrorNotSupported;
+}
+
 extern "C" int cuda_test_matmul(int type, const void *w, int rows, int cols, const float *x, int n,
                                 float *y, int path, wk_error *err) {
   dev_bufs b;
@@ -48,6 +64,22 @@ extern "C" int cuda_test_matmul(int type, const void *w, int rows, int cols, con
     const cu_weight *wp[3] = {&w3[0], &w3[1], &w3[2]};
     float *yp[3] = {dy, dy + r1, dy + r2};
     TRY(cu_matvec_multi(&b.c, wp, yp, 3, dx, NULL, 1, 0.0f, err));
+  } else if (path == 9) {
+    cudaError_t e = cudaErrorNotSupported;
+#define WK_CASE_(t)                                                  \
+  case t:                                                            \
+    e = test_mvr<t>(dw, rb, rows, cols, dx, n, dy, b.c.st);          \
+    break;
+    switch (type) {
+      WK_CUDA_TYPES(WK_CASE_)
+      default: break;
+    }
+#undef WK_CASE_
+    if (e == cudaErrorNotSupported)
+      return cu_fail(err, WICK_ERR_UNSUPPORTED, "path 9: no register-streamed kernel for type %d",
+                     type);
+    CK(e);
+    CK_LAUNCH();
   } else if (path == 8) {  // y = W x, then y = W x + 1 y: 2 W x through the beta of path 6
     b.c.pdl = b.c.pdl_v4 = 1, b.c.mv_f32x = MV_REG;
     TRY(cu_matvec(&b.c, &cw, dx, n, dy, 0.0f, err));
@@ -115,20 +147,15 @@ extern "C" int cuda_test_matmul_norm(int type, const void *w, int rows, int cols
     TRY(cu_embed(&b.c, &tab, dids, n, 1.0f, dx, err));
     TRY(cu_matvec_multi(&b.c, &wp, &dy, 1, dx, &xn, n, 0.0f, err));
   } else {
-    cudaGraph_t g;
     cudaGraphExec_t ge;
-    CK(cudaStreamBeginCapture(b.c.st, cudaStreamCaptureModeThreadLocal));
-    int st = cu_embed(&b.c, &tab, dids, n, 1.0f, dx, err);
-    if (!st) st = cu_matvec_multi(&b.c, &wp, &dy, 1, dx, &xn, n, 0.0f, err);
-    cudaError_t e = cudaStreamEndCapture(b.c.st, &g);
-    if (st) return st;
-    CK(e);
-    st = count_prog_edges(g, prog_edges, err);
-    e = cudaGraphInstantiate(&ge, g, 0);
-    cudaGraphDestroy(g);
-    if (st) return st;
-    CK(e);
-    e = cudaGraphLaunch(ge, b.c.st);
+    TRY(capture_graph(
+        b.c.st,
+        [&] {
+          int st = cu_embed(&b.c, &tab, dids, n, 1.0f, dx, err);
+          return st ? st : cu_matvec_multi(&b.c, &wp, &dy, 1, dx, &xn, n, 0.0f, err);
+        },
+        [&](cudaGraph_t g) { return count_prog_edges(g, prog_edges, err); }, &ge, err));
+    cudaError_t e = cudaGraphLaunch(ge, b.c.st);
     if (e == cudaSuccess) e = cudaMemsetAsync(dy, 0xff, sizeof(float) * n * rows, b.c.st);
     if (e == cudaSuccess) e = cudaGraphLaunch(ge, b.c.st);
     if (e == cudaSuccess) e = cudaStreamSynchronize(b.c.st);
@@ -280,17 +307,15 @@ static double median(std::vector<double> v) {
 // replayed 7 times (the first replay warms up).
 static int time_graph(dev_bufs &b, int iters, const std::function<int(int)> &launch, double *us,
                       wk_error *err) {
-  cudaGraph_t g;
   cudaGraphExec_t ge;
-  CK(cudaStreamBeginCapture(b.c.st, cudaStreamCaptureModeThreadLocal));
-  int st = WICK_OK;
-  for (int i = 0; i < iters && !st; i++) st = launch(i);
-  cudaError_t e = cudaStreamEndCapture(b.c.st, &g);
-  if (st) return st;
-  CK(e);
-  e = cudaGraphInstantiate(&ge, g, 0);
-  cudaGraphDestroy(g);
-  CK(e);
+  TRY(capture_graph(
+      b.c.st,
+      [&] {
+        int st = WICK_OK;
+        for (int i = 0; i < iters && !st; i++) st = launch(i);
+        return st;
+      },
+      &ge, err));
   cudaEvent_t e0, e1;
   CK(cudaEventCreate(&e0));
   CK(cudaEventCreate(&e1));
@@ -362,7 +387,7 @@ static cudaError_t bench_mvs(int shape, const uint8_t *w, size_t rb, int rows, i
 template <int T>
 static cudaError_t bench_mvr(int shape, const uint8_t *w, size_t rb, int rows, int cols,
                              const float *x, float *y, bool pdl, cudaStream_t st) {
-  if constexpr (mvr_has<T>::value) {
+  if constexpr (mvr_can<T>::value) {
     mv_jobs js = {};
     js.j[0] = {w, rb, rows, 0, y};
     js.n = 1;

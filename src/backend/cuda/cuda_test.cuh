@@ -49,4 +49,32 @@ struct dev_bufs {
     if (try_st_) return try_st_; \
   } while (0)
 
+// What fn() queues on st, captured and instantiated into *ge; inspect(g)
+// sees the graph first (e.g. to count its edges). Statuses of fn and
+// inspect are returned as they are.
+template <typename F, typename G>
+static int capture_graph(cudaStream_t st, F &&fn, G &&inspect, cudaGraphExec_t *ge,
+                         wk_error *err) {
+  cudaGraph_t g;
+  CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
+  int rc = fn();
+  cudaError_t e = cudaStreamEndCapture(st, &g);
+  if (rc) {
+    if (e == cudaSuccess) cudaGraphDestroy(g);
+    return rc;
+  }
+  CK(e);
+  rc = inspect(g);
+  e = cudaGraphInstantiate(ge, g, 0);
+  cudaGraphDestroy(g);
+  if (rc && e == cudaSuccess) cudaGraphExecDestroy(*ge);
+  if (rc) return rc;
+  CK(e);
+  return WICK_OK;
+}
+template <typename F>
+static int capture_graph(cudaStream_t st, F &&fn, cudaGraphExec_t *ge, wk_error *err) {
+  return capture_graph(st, fn, [](cudaGraph_t) { return WICK_OK; }, ge, err);
+}
+
 #endif

@@ -22,9 +22,12 @@ extern "C" {
 // (int8 x for the quantized types); 5: (rows == cols) y = W (W x), two
 // launches of path 4 with programmatic dependent launch, the second reading
 // the first's output; 6: the register-streamed kernel (MV_REG: mvr.cuh for
-// Q4_K, Q5_K, Q6_K, Q8_0; path 0's kernels for the other types); 7: (n = 1)
-// the rows as three matrices in one launch of path 6; 8: y = W x, then
-// y = W x + 1 y through path 6 with dependent launch (2 W x: beta).
+// Q4_K, Q5_K, Q6_K, Q8_0 with int8 x, FP8 E4M3/E5M2 with f32 x; path 0's
+// kernels for the other types); 7: (n = 1) the rows as three matrices in
+// one launch of path 6; 8: y = W x, then y = W x + 1 y through path 6 with
+// dependent launch (2 W x: beta); 9: one launch of the register-streamed
+// kernel at the type's shape for every type it has a format for (path 6's
+// types plus F16 and BF16, f32 x), no dependent launch.
 int cuda_test_matmul(int type, const void *w, int rows, int cols, const float *x, int n, float *y,
                      int path, wk_error *err);
 // y (n x rows) = (rmsnorm(x) * nw) . W^T, the norm (eps) folded into the
@@ -40,7 +43,7 @@ int cuda_test_matmul_norm(int type, const void *w, int rows, int cols, const flo
                           int *prog_edges, wk_error *err);
 // y (n x rows) = act(x' . Wg^T) * (x' . Wu^T) through the fused gate/up
 // matrix-vector kernel of path 0 (quantized types), 4 (every type) or 6
-// (quantized types) of cuda_test_matmul (act 0 SiLU, 1 GELU-tanh; n at most
+// (its types) of cuda_test_matmul (act 0 SiLU, 1 GELU-tanh; n at most
 // 4), x' = x, or with nw != NULL rmsnorm(x) * nw folded into the kernel. Returns
 // WICK_ERR_INVALID for a pair the kernel does not serve.
 int cuda_test_matvec_glu(int type, const void *wg, const void *wu, int rows, int cols,

@@ -168,17 +168,9 @@ extern "C" int cuda_test_attention_post(const cuda_test_attn_post *a, const floa
     TRY(step());
     TRY(step());
   } else {
-    cudaGraph_t g;
     cudaGraphExec_t ge;
-    CK(cudaStreamBeginCapture(b.c.st, cudaStreamCaptureModeThreadLocal));
-    int st = step();
-    cudaError_t e = cudaStreamEndCapture(b.c.st, &g);
-    if (st) return st;
-    CK(e);
-    e = cudaGraphInstantiate(&ge, g, 0);
-    cudaGraphDestroy(g);
-    CK(e);
-    e = cudaGraphLaunch(ge, b.c.st);
+    TRY(capture_graph(b.c.st, step, &ge, err));
+    cudaError_t e = cudaGraphLaunch(ge, b.c.st);
     if (e == cudaSuccess) e = cudaGraphLaunch(ge, b.c.st);
     if (e == cudaSuccess) e = cudaStreamSynchronize(b.c.st);
     cudaGraphExecDestroy(ge);

@@ -26,7 +26,7 @@ struct cu_ctx {
   int mv_glu_off;         // 1: gate/up and the gated unit as separate launches
   int pdl;                // 1: the decode kernels (all but the GEMM path's and flash
                           // attention) use programmatic dependent launch
-  int pdl_v4;             // 0: the v4 matrix-vector kernel launched plainly (comparison)
+  int pdl_v4;             // 1: the v4 matrix-vector kernel too (off by default)
   int attn_warp;          // 1: decode attention on the warp-per-key kernel (comparison)
   unsigned *attn_cnt;     // zeroed counters for the decode attention's in-kernel merge
   size_t attn_cnt_n;      // (token, kv head) pairs they serve; NULL/0: a combine launch

@@ -109,8 +109,8 @@ static cudaError_t launch_v5(cu_ctx *c, const cu_weight *const *ws, float *const
                    ws[0]->cols, x, beta, 0);
 }
 
-// The register-streamed kernel (int8 x); falls back to the streamed one
-// where x's int8 copy does not fit in shared memory.
+// The register-streamed kernel (int8 x; f32 x for FP8); falls back to the
+// streamed one where x's copy does not fit in shared memory.
 template <int T, bool GLU>
 static cudaError_t launch_mvr(const cu_ctx *c, const mv_jobs &js, int cols, const float *x, int n,
                               float beta, int act) {
@@ -193,11 +193,21 @@ static bool has_mvq(int type) {
 #undef WK_CASE_
   return false;
 }
+static bool has_mvr(int type) {
+#define WK_CASE_(t) \
+  if (type == t) return mvr_has<t>::value;
+  WK_CUDA_TYPES(WK_CASE_)
+#undef WK_CASE_
+  return false;
+}
 
+// MV_REG: the register-streamed kernel's types (FP8 included: its fallback,
+// the streamed kernel, takes gate/up for every type) and v5's.
 bool cu_matvec_glu_ok(const cu_ctx *c, const cu_weight *wg, const cu_weight *wu, int n) {
-  bool kernel = c->mv_f32x == MV_STREAM                        ? cu_type_supported(wg->type)
-                : c->mv_f32x == MV_INT8 || c->mv_f32x == MV_REG ? has_mvq(wg->type)
-                                                                : false;
+  bool kernel = c->mv_f32x == MV_STREAM ? cu_type_supported(wg->type)
+                : c->mv_f32x == MV_INT8 ? has_mvq(wg->type)
+                : c->mv_f32x == MV_REG  ? has_mvq(wg->type) || has_mvr(wg->type)
+                                        : false;
   return kernel && !c->mv_glu_off && n >= 1 && n <= c->mv_max_tokens && wg->type == wu->type &&
          wg->rows == wu->rows && wg->cols == wu->cols && wg->row_bytes == wu->row_bytes &&
          wg->cols % 32 == 0;

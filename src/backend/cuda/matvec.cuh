@@ -90,12 +90,7 @@ static __device__ __forceinline__ float mv_round_x(const float *__restrict__ x, 
     const float inv = am > 0.0f ? 127.0f / am : 0.0f;
     uint32_t q[2];
 #pragma unroll
-    for (int h = 0; h < 2; h++) {
-      uint32_t a[4];
-#pragma unroll
-      for (int k = 0; k < 4; k++) a[k] = __float_as_uint(__fmaf_rn(v[4 * h + k], inv, 12582912.0f));
-      q[h] = __byte_perm(__byte_perm(a[0], a[1], 0x0040), __byte_perm(a[2], a[3], 0x0040), 0x5410);
-    }
+    for (int h = 0; h < 2; h++) q[h] = round4_i8(v + 4 * h, inv);
     int s = dp4(q[1], 0x01010101u, dp4(q[0], 0x01010101u, 0));
     s += __shfl_xor_sync(0xffffffffu, s, 1);        // parts 0+1: il; parts 2+3: ih
     const int sh = __shfl_xor_sync(0xffffffffu, s, 2);  // part 0 gets ih

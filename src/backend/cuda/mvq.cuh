@@ -208,6 +208,16 @@ struct mvq<WK_Q6_K> {
 WK_MVQ_TYPE_(WK_Q6_K)
 #undef WK_MVQ_TYPE_
 
+// Four values times inv rounded to nearest int8 (through 1.5 * 2^23: the
+// low byte of the sum's bits is the rounded value in two's complement),
+// packed little-endian into a word.
+static __device__ __forceinline__ uint32_t round4_i8(const float *v, float inv) {
+  uint32_t a[4];
+#pragma unroll
+  for (int k = 0; k < 4; k++) a[k] = __float_as_uint(__fmaf_rn(v[k], inv, 12582912.0f));
+  return __byte_perm(__byte_perm(a[0], a[1], 0x0040), __byte_perm(a[2], a[3], 0x0040), 0x5410);
+}
+
 // Rounds 32 activations to int8 with one scale: qx (8 words), their sums
 // over each half (il, ih) and the scale dx = max|x| / 127. Rounding is to
 // nearest through the 1.5 * 2^23 trick (the low byte of the sum's bits is
@@ -220,12 +230,7 @@ static __device__ __forceinline__ void quant_x32(const float *xv, uint32_t *qx, 
   float inv = am > 0.0f ? 127.0f / am : 0.0f;
   *dx = am * (1.0f / 127.0f);
 #pragma unroll
-  for (int i = 0; i < 8; i++) {
-    uint32_t a[4];
-#pragma unroll
-    for (int k = 0; k < 4; k++) a[k] = __float_as_uint(__fmaf_rn(xv[4 * i + k], inv, 12582912.0f));
-    qx[i] = __byte_perm(__byte_perm(a[0], a[1], 0x0040), __byte_perm(a[2], a[3], 0x0040), 0x5410);
-  }
+  for (int i = 0; i < 8; i++) qx[i] = round4_i8(xv + 4 * i, inv);
   int l0 = 0, l1 = 0;
 #pragma unroll
   for (int i = 0; i < 4; i++) l0 = dp4(qx[i], 0x01010101u, l0), l1 = dp4(qx[4 + i], 0x01010101u, l1);

@@ -1,7 +1,9 @@
 // The register-streamed matrix-vector kernel (docs/CUDA.md, v9) for Q4_K,
-// Q5_K, Q6_K and Q8_0 with x rounded to int8: weights read straight into
-// registers by coalesced loads, D steps ahead of the arithmetic, many warps
-// an SM and no block-wide barrier after the prologue.
+// Q5_K, Q6_K and Q8_0 with x rounded to int8, and FP8 (E4M3, E5M2) with f32
+// x (F16 and BF16 too; FP8 has a format but is not chosen by default:
+// mvr_has): weights read
+// straight into registers by coalesced loads, D steps ahead of the
+// arithmetic, many warps an SM and no block-wide barrier after the prologue.
 //
 // Prologue (per block, one token: blockIdx.y): each warp prefetches the
 // first PF steps of its first unit into L2 (weights do not depend on the
@@ -9,27 +11,31 @@
 // needs), lets the next grid launch, waits for the previous one, then the
 // block rounds its token's x to int8 per 32 values into shared memory
 // (matvec.cuh's mv_round_x, the folded RMSNorm applied there: ~1.25 bytes a
-// column) and meets at one barrier.
+// column; the float types: x copied as f32, times the norm's weights,
+// mvr_stage_x: 4 bytes a column) and meets at one barrier.
 //
 // Work: a unit is RW consecutive rows of one job (GLU: RW gate rows and the
 // same RW up rows). The grid is one wave of resident warps; warp w of the
 // grid takes units w, w + W, w + 2W, ... (W warps a token), so blocks never
-// wait for each other. A step covers 1024 columns of RW rows: for the
-// K-quants 4 super-blocks, 8 lanes each (lane / 8 the super-block, j =
-// lane % 8 the lane in it); for Q8_0 32 blocks, a lane each. An item is a
+// wait for each other. A step covers 32 lanes' pieces of RW rows: for the
+// K-quants (1024 columns) and FP8 (512) 4 (super-)blocks, 8 lanes each
+// (lane / 8 the block, j = lane % 8 the lane in it); for Q8_0 (1024) 32
+// blocks, a lane each; for F16/BF16 (256) 8 blocks, 4 lanes each. An item is a
 // step (GLU: a step of the gate rows, then the same step of the up rows);
 // a warp's items, unit after unit, are one stream: the loads of item i + D
 // are issued before item i is computed (a ring of D + 1 register sets),
 // across unit ends too. Lanes past the end of a row (super-blocks a row not
 // a multiple of 4, Q8_0 blocks not of 32) read the row's last block again
-// and count it with an x scale of 0. Rows past a job's end repeat its last
+// and count it with an x scale of 0 (f32 x: count 0). Rows past a job's end repeat its last
 // row and are never written.
 //
 // Every quant block is read where it lies in its row: Q4_K (144 bytes) and
 // Q5_K (176) are 16-byte aligned (rows of a multiple of 16 bytes) and read in
 // 16-byte loads; Q6_K (210) and Q8_0 (34) are 2-byte aligned and read as
 // aligned 32-bit words joined by funnel shifts, never before the 4-byte
-// boundary at or below the block nor past the one at or above its end.
+// boundary at or below the block nor past the one at or above its end;
+// FP8 (132) is 4-byte aligned and read in 32-bit words; F16/BF16 (64) in
+// 16-byte loads.
 #ifndef WICK_BACKEND_CUDA_MVR_CUH
 #define WICK_BACKEND_CUDA_MVR_CUH
 
@@ -256,11 +262,164 @@ struct mvr_fmt<WK_Q8_0> {
   }
 };
 
-// The types k_mvr serves.
+// FP8 (E4M3, E5M2): a block is an f32 scale, then 128 one-byte codes (132
+// bytes, so blocks lie at 4-byte boundaries only: no 16-byte loads). Lane j
+// (of 8) takes code words j, j + 8, j + 16, j + 24 of the block's 32 (bytes
+// 4 + 4j + 32i: values 4j + 32i + [0, 4)), in four 32-bit loads, and the
+// scale; a load of the warp reads 32 consecutive bytes of each of its four
+// blocks, and the lane's x (float4 j + 8i of the block's 32, f32 in shared
+// memory) is read by the block's 8 lanes as 128 consecutive bytes: no bank
+// conflicts. Codes go to f32 two at a time (hardware cvt to half2, then to
+// float2; E4M3's 0x7f/0xff read as NaN here, as in quant.cuh: wick's
+// encoder writes them only for NaN), and f32 FMAs with x; the scale once a
+// block.
+template <int T>
+static __device__ __forceinline__ void mvr_fp8x4(uint32_t w, float *f) {
+  float2 a, b;
+  if constexpr (T == WK_FP8_E4M3) {
+    __half2_raw h0 = __nv_cvt_fp8x2_to_halfraw2((__nv_fp8x2_storage_t)(w & 0xffffu), __NV_E4M3);
+    __half2_raw h1 = __nv_cvt_fp8x2_to_halfraw2((__nv_fp8x2_storage_t)(w >> 16), __NV_E4M3);
+    a = __half22float2(*(const __half2 *)&h0), b = __half22float2(*(const __half2 *)&h1);
+  } else {  // E5M2: the top byte of a half
+    uint32_t h0 = __byte_perm(w, 0, 0x1404), h1 = __byte_perm(w, 0, 0x3424);
+    a = __half22float2(*(const __half2 *)&h0), b = __half22float2(*(const __half2 *)&h1);
+  }
+  f[0] = a.x, f[1] = a.y, f[2] = b.x, f[3] = b.y;
+}
+
+// The lane's f32 x of one step (float types): its first float4 in shared
+// memory, the block's parity in the step (F16/BF16) and whether the lane is
+// inside its row (false: it counts 0).
+struct mvr_xf {
+  const float4 *p;
+  int s;
+  bool ok;
+};
+
+template <int T>
+struct mvr_fp8 {
+  static constexpr int LPB = 8;
+  struct w_t {
+    uint32_t q[4];  // code words j, j + 8, j + 16, j + 24
+    uint32_t d;     // the scale (f32 bits)
+  };
+  using x_t = mvr_xf;
+  static __device__ __forceinline__ void load(w_t &w, const uint8_t *blk, int j) {
+    w.d = mvr_ld4(blk);
+#pragma unroll
+    for (int i = 0; i < 4; i++) w.q[i] = mvr_ld4(blk + 4 + 4 * j + 32 * i);
+  }
+  static __device__ __forceinline__ void load_x(x_t &x, const uint8_t *xq, const uint2 *, int b,
+                                                int j, bool ok) {
+    x.p = (const float4 *)xq + 32 * b + j, x.s = 0, x.ok = ok;
+  }
+  static __device__ __forceinline__ float dot(const w_t &w, const x_t &x, int) {
+    float a0 = 0.0f, a1 = 0.0f;
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+      float f[4];
+      mvr_fp8x4<T>(w.q[i], f);
+      const float4 v = x.p[8 * i];
+      a0 = fmaf(f[0], v.x, a0), a1 = fmaf(f[1], v.y, a1);
+      a0 = fmaf(f[2], v.z, a0), a1 = fmaf(f[3], v.w, a1);
+    }
+    return x.ok ? __uint_as_float(w.d) * (a0 + a1) : 0.0f;
+  }
+};
+template <>
+struct mvr_fmt<WK_FP8_E4M3> : mvr_fp8<WK_FP8_E4M3> {};
+template <>
+struct mvr_fmt<WK_FP8_E5M2> : mvr_fp8<WK_FP8_E5M2> {};
+
+// F16 and BF16 (32-value blocks of 64 bytes; rows of a multiple of 32
+// values, so 16-byte aligned): lane j (of 4) takes bytes [16j, 16j + 16) of
+// the block, values 8j + [0, 8), in one 16-byte load. Its x is float4s 2j
+// and 2j + 1 of the block, read in the order 2j + s, 2j + 1 - s with s the
+// block's parity in the step: a quarter-warp (8 lanes, two blocks) then
+// reads 8 float4s in distinct banks each time.
+template <int T>
+struct mvr_f16 {
+  static constexpr int LPB = 4;
+  struct w_t {
+    uint4 q;  // bytes [16j, 16j + 16)
+  };
+  using x_t = mvr_xf;
+  static __device__ __forceinline__ void load(w_t &w, const uint8_t *blk, int j) {
+    w.q = mvr_ld16(blk + 16 * j);
+  }
+  static __device__ __forceinline__ void load_x(x_t &x, const uint8_t *xq, const uint2 *, int b,
+                                                int j, bool ok) {
+    x.p = (const float4 *)xq + 8 * b + 2 * j, x.s = b & 1, x.ok = ok;
+  }
+  // The two values of word w as floats.
+  static __device__ __forceinline__ float2 f2(uint32_t w) {
+    if constexpr (T == WK_F16) return __half22float2(*(const __half2 *)&w);
+    return make_float2(__uint_as_float(w << 16), __uint_as_float(w & 0xffff0000u));
+  }
+  static __device__ __forceinline__ float dot(const w_t &w, const x_t &x, int) {
+    const float4 va = x.p[x.s], vb = x.p[1 - x.s];  // values 4s + [0, 4), 4 - 4s + [0, 4)
+    const float2 a = f2(x.s ? w.q.z : w.q.x), b = f2(x.s ? w.q.w : w.q.y);
+    const float2 c = f2(x.s ? w.q.x : w.q.z), d = f2(x.s ? w.q.y : w.q.w);
+    float a0 = a.x * va.x, a1 = a.y * va.y;
+    a0 = fmaf(b.x, va.z, a0), a1 = fmaf(b.y, va.w, a1);
+    a0 = fmaf(c.x, vb.x, a0), a1 = fmaf(c.y, vb.y, a1);
+    a0 = fmaf(d.x, vb.z, a0), a1 = fmaf(d.y, vb.w, a1);
+    return x.ok ? a0 + a1 : 0.0f;
+  }
+};
+template <>
+struct mvr_fmt<WK_F16> : mvr_f16<WK_F16> {};
+template <>
+struct mvr_fmt<WK_BF16> : mvr_f16<WK_BF16> {};
+
+// The types k_mvr has a format for (mvr_can), those MV_REG sends to it by
+// default (mvr_has; not FP8: 56-60% of the copy rate at 4096x14336 /
+// 14336x4096 against the v4 kernel's 60-61%, and 8B FP8 decode 3.58 against
+// 3.48 ms, session 4 call 5; F16/BF16 measured 87/81% against v4's
+// 82/76%), and those whose x it
+// keeps in f32 (shared memory: cols floats) rather than rounded to int8
+// (cols bytes and a uint2 a group).
+template <int T>
+struct mvr_can {
+  static constexpr bool value = T == WK_Q4_K || T == WK_Q5_K || T == WK_Q6_K || T == WK_Q8_0 ||
+                                T == WK_FP8_E4M3 || T == WK_FP8_E5M2 || T == WK_F16 ||
+                                T == WK_BF16;
+};
 template <int T>
 struct mvr_has {
-  static constexpr bool value = T == WK_Q4_K || T == WK_Q5_K || T == WK_Q6_K || T == WK_Q8_0;
+  static constexpr bool value = mvr_can<T>::value && T != WK_FP8_E4M3 && T != WK_FP8_E5M2;
 };
+template <int T>
+struct mvr_f32x {
+  static constexpr bool value =
+      T == WK_FP8_E4M3 || T == WK_FP8_E5M2 || T == WK_F16 || T == WK_BF16;
+};
+
+// The block copies one token's x (cols floats, times the folded norm's
+// weights nw unless NULL) into shared memory xs as f32. Every thread of the
+// block calls it; it ends on a barrier and returns the norm's 1 / rms of x
+// (1 without nw) to all. red: 32 floats of shared scratch.
+static __device__ __forceinline__ float mvr_stage_x(const float *__restrict__ x, int cols,
+                                                    const float *__restrict__ nw, float eps,
+                                                    float4 *xs, float *red) {
+  float ss = 0.0f;
+  const float4 *xp = (const float4 *)x, *np = (const float4 *)nw;
+#pragma unroll 2
+  for (int i = threadIdx.x; i < cols / 4; i += blockDim.x) {
+    float4 v = __ldg(xp + i);
+    if (nw) {
+      const float4 w = __ldg(np + i);
+      ss += v.x * v.x + v.y * v.y + v.z * v.z + v.w * v.w;
+      v.x *= w.x, v.y *= w.y, v.z *= w.z, v.w *= w.w;
+    }
+    xs[i] = v;
+  }
+  if (!nw) {
+    __syncthreads();
+    return 1.0f;
+  }
+  return mv_rscale(block_sum(ss, red), cols, eps);  // block_sum's barriers cover xs
+}
 
 // NT: the largest block (ptxas fits the registers to one such block an
 // SM); the launch may use smaller ones (mvr_launch).
@@ -269,12 +428,13 @@ __global__ void __launch_bounds__(NT, 1) k_mvr(mv_jobs js, int cols, const float
                                                float beta, int act) {
   using F = mvr_fmt<T>;
   using W = typename F::w_t;
+  constexpr bool F32X = mvr_f32x<T>::value;
   constexpr int BPS = 32 / F::LPB, BYTES = qtype<T>::BYTES, M = GLU ? 2 : 1;
   constexpr int PF = 4;  // steps of the first unit prefetched before the wait
   static_assert(!GLU || (D + 1) % 2 == 0, "gate and up items alternate: an even ring");
   extern __shared__ uint4 mvr_smem[];
   __shared__ float red[32];
-  uint8_t *xq = (uint8_t *)mvr_smem;
+  uint8_t *xq = (uint8_t *)mvr_smem;  // F32X: x in f32; else int8 x, then xm
   uint2 *xm = (uint2 *)(xq + cols);
   const int lane = threadIdx.x & 31, tok = blockIdx.y;
   const int sub = lane / F::LPB, j = lane % F::LPB;  // block of the step, lane in the block
@@ -324,7 +484,8 @@ __global__ void __launch_bounds__(NT, 1) k_mvr(mv_jobs js, int cols, const float
   pdl_launch_next();
   pdl_wait();
   x += (size_t)tok * cols;
-  const float rs = mv_round_x(x, cols, js.nw, js.eps, xq, xm, red);
+  const float rs = F32X ? mvr_stage_x(x, cols, js.nw, js.eps, (float4 *)xq, red)
+                       : mv_round_x(x, cols, js.nw, js.eps, xq, xm, red);
 
   W w[D + 1][RW];  // ring of register sets: item i in w[i % (D + 1)]
 #pragma unroll
@@ -392,7 +553,10 @@ struct mvr_cfg {
   static constexpr int RW = 1;
   // Q6_K: 1024 threads and one item ahead measured 55/51% of the copy rate
   // at 4096x14336 / 14336x4096 against 40/53% with 768 and two (session 4).
-  static constexpr int D = T == WK_Q6_K ? 1 : T == WK_Q5_K && !GLU ? 2 : 3;
+  // f32 x types: 16-16.5 bytes a lane a step in 4-5 registers, so 7 steps
+  // in flight (~115-118 KB an SM; Q8_0's 3 hold ~104 KB) fit in 64
+  // registers (FP8 at 9 spills).
+  static constexpr int D = T == WK_Q6_K ? 1 : T == WK_Q5_K && !GLU ? 2 : mvr_f32x<T>::value ? 7 : 3;
   static constexpr int NT = T == WK_Q5_K && GLU ? 768 : 1024;
 };
 
@@ -400,8 +564,8 @@ struct mvr_cfg {
 // wave, every warp the same number of units (within one). Blocks are as
 // large as leaves at most a quarter of the SMs idle (each block rounds x
 // once: fewer, larger blocks read less of it), halving from NT down to NT/4
-// threads. Returns cudaErrorInvalidValue when x's int8 copy does not fit in
-// shared memory.
+// threads. Returns cudaErrorInvalidValue when x's copy (int8, or f32 for
+// the float types) does not fit in shared memory.
 template <int T, int NT, int RW, int D, bool GLU>
 static cudaError_t mvr_launch(mv_jobs js, int cols, const float *x, int n, float beta, int act,
                               bool pdl, cudaStream_t st) {
@@ -411,7 +575,8 @@ static cudaError_t mvr_launch(mv_jobs js, int cols, const float *x, int n, float
     units += js.j[i].nblk;
   }
   if (units == 0 || n < 1) return cudaSuccess;
-  size_t smem = (size_t)cols + (size_t)cols / 32 * sizeof(uint2);
+  size_t smem = mvr_f32x<T>::value ? (size_t)cols * sizeof(float)
+                                    : (size_t)cols + (size_t)cols / 32 * sizeof(uint2);
   auto kern = k_mvr<T, NT, RW, D, GLU>;
   cudaError_t e;
   if (smem > 48 * 1024 &&
