@@ -3,8 +3,8 @@
 // every level this CPU runs (scalar, AVX2):
 //  - the converter writes exactly wk_act16_row_size bytes (poisoned tail),
 //    the same bytes at every level, each activation within half a step of
-//    its input (|x - d v| <= d / 2 + 2^-22 |x|, |v| <= 16383) and the block
-//    sums right;
+//    its input (|x - d v| <= d / 2 + 2^-22 |x|, |v| <= 16383), the block
+//    sums and the byte split (lo, hi, |lo|, |hi|, sign) right;
 //  - vec_dot vs wk_dot_row (double accumulation over the dequantized
 //    weights) on the activations the converter produced: float rounding only,
 //    |diff| <= 1e-5 * sum|w x|;
@@ -15,8 +15,9 @@
 //    every token count in 1..11 (each tile shape, decode streams and tails),
 //    padding of y untouched;
 //  - extreme blocks (largest code times largest scale against activations
-//    at full range) where int32 sums come closest to overflowing, through
-//    vec_dot and the multi-token gemm;
+//    at full range, or with every lo byte 0) where int32 and pmaddubsw's
+//    int16 sums come closest to overflowing, through vec_dot, the
+//    multi-token gemm and the one-token decode tiles (24 rows);
 //  - the AVX2 f32 decoder (wk_act16_dequant_row) equal to wk_dequantize_row
 //    value for value;
 //  - the f32 FMA tiles (wk_fma_rows) against double dot products, and every
@@ -57,13 +58,18 @@ static const int k_types[] = {WK_Q4_0, WK_Q4_1, WK_Q5_0, WK_Q5_1, WK_Q8_0,   WK_
 static const int64_t k_sizes[] = {32, 256, 576, 640, 1536, 2048, 4096};
 
 // The test's own reading of the formats: the row's blocks, then per block
-// its lo bytes in value order and its hi bytes; v = lo + 255 hi, lo in
-// [-127, 127]; x ~= d * v; hs[i] = d / 2.
-static void act_values(const int8_t *q, int blk, int *v) {
+// its lo bytes in value order and its hi bytes (256-value blocks: then, after
+// all of those, per block |lo|, |hi| and v's sign at e); v = lo + 128 hi, lo
+// and hi in [-127, 127] and not of opposite signs; x ~= d * v; hs[i] = d / 2.
+static void act_values(const int8_t *q, const int8_t *e, int blk, int *v) {
   for (int i = 0; i < blk; i++) {
     const int lo = q[i], hi = q[blk + i];
-    CHECK(lo >= -127 && lo <= 127 && hi >= -64 && hi <= 64);
-    v[i] = lo + 255 * hi;
+    CHECK(lo >= -127 && lo <= 127 && hi >= -127 && hi <= 127 && lo * hi >= 0);
+    v[i] = lo + 128 * hi;
+    if (e) {
+      CHECK(e[i] == abs(lo) && e[blk + i] == abs(hi));
+      CHECK(e[2 * blk + i] == (v[i] > 0) - (v[i] < 0));
+    }
   }
 }
 
@@ -75,7 +81,7 @@ static void act_dequant(int act, const void *xq, float *x, float *hs, int64_t n)
     if (act == WK_ACT_A16) {
       const wk_act16 *a = (const wk_act16 *)xq + b;
       d = a->d;
-      act_values((const int8_t *)((const wk_act16 *)xq + n / 32) + 64 * b, 32, v);
+      act_values((const int8_t *)((const wk_act16 *)xq + n / 32) + 64 * b, NULL, 32, v);
       int s = 0, same = 1;
       for (int i = 0; i < 32; i++) s += v[i], same &= a->v[i] == v[i];
       CHECK(same);  // the int16 copy
@@ -84,7 +90,8 @@ static void act_dequant(int act, const void *xq, float *x, float *hs, int64_t n)
     } else {
       const wk_act16k *a = (const wk_act16k *)xq + b;
       d = a->d;
-      act_values((const int8_t *)((const wk_act16k *)xq + n / 256) + 512 * b, 256, v);
+      const int8_t *lohi = (const int8_t *)((const wk_act16k *)xq + n / 256) + 512 * b;
+      act_values(lohi, lohi + 512 * (n / 256 - b) + 768 * b, 256, v);
       // the int16 copy: per 32 values, values 0 1 4 5 8 9 .. 28 29, then 2 3 6 7 .. 30 31
       int same = 1, pos = 0;
       for (int c = 0; c < 8; c++)
@@ -322,38 +329,83 @@ static int extreme_block(int type, int variant, uint8_t *b) {
       memcpy(b, &one, 2);
       return 1;
     case WK_Q5_K:  // codes 31, scales and mins 63, d = dmin = 1
-      memset(b, 0xff, 176);
+    case WK_Q4_K:  // codes 15, scales and mins 63, d = dmin = 1
+      memset(b, 0xff, type == WK_Q5_K ? 176 : 144);
       memcpy(b, &one, 2);
       memcpy(b + 2, &one, 2);
+      return 1;
+    case WK_Q4_0:  // codes 15 (value 7), d = 1
+    case WK_Q5_0:  // codes 31 (value 15), d = 1
+      memset(b, 0xff, type == WK_Q4_0 ? 18 : 22);
+      memcpy(b, &one, 2);
+      return 1;
+    case WK_Q4_1:  // codes 15, d = m = 1
+    case WK_Q5_1:  // codes 31, d = m = 1
+      memset(b, 0xff, type == WK_Q4_1 ? 20 : 24);
+      memcpy(b, &one, 2);
+      memcpy(b + 2, &one, 2);
+      return 1;
+    case WK_IQ4_NL:  // nibble 0 (value -127), d = 1
+      memset(b, 0, 18);
+      memcpy(b, &one, 2);
       return 1;
     default:
       return 0;
   }
 }
 
+// Activations of one sign against every weight's (so that all products add
+// up), each of magnitude 1 (v = 16383: lo and hi both 127, the most a
+// pmaddubsw pair takes), or (lo0) 16256 / 16383 but the first: with the
+// block's largest at 16383 the rest become 16256 = 127 x 128, lo 0 and hi
+// 127 (the sign must then come from hi).
+static void extreme_acts(const float *wd, int64_t n, int blk, int sign, int lo0, float *x) {
+  for (int64_t i = 0; i < n; i++) {
+    const float m = lo0 && i % blk ? 16256.0f / 16383.0f : 1.0f;
+    x[i] = wd[i] > 0 ? sign * m : -sign * m;
+  }
+}
+
 static void check_extreme(const wk_kernel *kr, int variant) {
-  uint8_t w[256 * 8];
+  enum { ROWS = 24 };  // rows of the one-token gemm check (the decode tiles)
+  static uint8_t w[ROWS * 256 * 8];
   const int64_t n = kr->act == WK_ACT_A16 ? 256 : 2048;
   const size_t bb = (size_t)wk_type_get(kr->type)->bytes, nb = n / wk_type_get(kr->type)->block;
+  const size_t rb = bb * nb;
   for (size_t b = 0; b < nb; b++)
     if (!extreme_block(kr->type, variant, w + b * bb)) return;
+  for (int r = 1; r < ROWS; r++) memcpy(w + r * rb, w, rb);
   enum { T = 4 };  // tokens of the gemm check (the multi-token tiles)
-  float x[2048], wd[2048], y[T];
+  float x[2048], wd[2048], y[ROWS * T];
   static unsigned char xq[T * 16384];
   const size_t xb = wk_act16_row_size(kr->act, n);
   CHECK(wk_dequantize_row(kr->type, w, wd, n) == WICK_OK);
   CHECK(xb <= 16384);
-  for (int sign = -1; sign <= 1; sign += 2) {
-    for (int64_t i = 0; i < n; i++) x[i] = wd[i] > 0 ? (float)sign : (float)-sign;
+  for (int pattern = 0; pattern < 4; pattern++) {
+    extreme_acts(wd, n, kr->act == WK_ACT_A16 ? 32 : 256, pattern & 1 ? 1 : -1, pattern >> 1, x);
     for (int t = 0; t < T; t++) kr->quantize_act(x, xq + t * xb, n);
+    {  // value 1's lo and hi bytes (the row's blocks, then block 0's lo and hi bytes)
+      const int blk = kr->act == WK_ACT_A16 ? 32 : 256;
+      const size_t head = kr->act == WK_ACT_A16 ? (size_t)(n / 32) * sizeof(wk_act16)
+                                                : (size_t)(n / 256) * sizeof(wk_act16k);
+      CHECK(abs((int)(int8_t)xq[head + 1]) == (pattern >> 1 ? 0 : 127));
+      CHECK(abs((int)(int8_t)xq[head + blk + 1]) == 127);
+    }
     const double ref = wk_dot_row(kr->type, w, x, n);
     const float got = kr->vec_dot(n, w, xq);
     if (!(fabs(got - ref) <= 1e-5 * fabs(ref)))
-      fprintf(stderr, "%s %s extreme: %.9g vs %.9g\n", wk_type_get(kr->type)->name,
-              wk_kernel_level_name(kr->level), got, ref);
+      fprintf(stderr, "%s %s extreme %d: %.9g vs %.9g\n", wk_type_get(kr->type)->name,
+              wk_kernel_level_name(kr->level), pattern, got, ref);
     CHECK(fabs(got - ref) <= 1e-5 * fabs(ref));
     kr->gemm(w, 0, n, 1, xq, xb, T, y, 1);
     for (int t = 0; t < T; t++) CHECK(memcmp(&y[t], &got, 4) == 0);
+    kr->gemm(w, rb, n, ROWS, xq, xb, 1, y, ROWS);
+    int same = 1;
+    for (int r = 0; r < ROWS; r++) same &= memcmp(&y[r], &got, 4) == 0;
+    if (!same)
+      fprintf(stderr, "%s %s extreme %d: decode tiles differ from vec_dot\n",
+              wk_type_get(kr->type)->name, wk_kernel_level_name(kr->level), pattern);
+    CHECK(same);
   }
 }
 
@@ -386,7 +438,8 @@ int main(void) {
   CHECK(wk_act16_pick(WK_F32, WK_LEVEL_AUTO, &k) == WICK_ERR_UNSUPPORTED);
   CHECK(wk_act16_pick(WK_Q8_K, WK_LEVEL_AUTO, &k) == WICK_ERR_UNSUPPORTED);
   CHECK(wk_act16_row_size(WK_ACT_A16, 48) == 0);
-  CHECK(wk_act16_row_size(WK_ACT_A16K, 512) == 2 * (sizeof(wk_act16k) + 512));
+  CHECK(wk_act16_row_size(WK_ACT_A16K, 512) == 2 * (sizeof(wk_act16k) + 2 * 256 + 3 * 256));
+  CHECK(wk_act16_row_size(WK_ACT_A16, 64) == 2 * (sizeof(wk_act16) + 2 * 32));
   CHECK(wk_act16_row_size(WK_ACT_Q8, 512) == 0);
   if (g_failures) {
     fprintf(stderr, "%d checks failed\n", g_failures);

@@ -5,6 +5,7 @@
 // reference dequantizer (src/quant) and sums products with the integer
 // activations in double; it is slow and plainly right.
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "backend/cpu/kernels/act16.h"
@@ -15,19 +16,25 @@
 // ---- activation converters ------------------------------------------------
 
 // Scale max|x| / QMAX, round to nearest even; returns d, writes the lo bytes
-// of n values (n 32 or 256) to q[0..n), their hi bytes to q[n..2n), the
-// values to v16 (in order for n = 32, in wk_act16k_pos order for 256), and
-// the sum of each 16 to gs[n / 16].
-static float quantize_block(const float *x, int8_t *q, int16_t *v16, int n, int *gs) {
+// of n values (n 32 or 256) to q[0..n), their hi bytes to q[n..2n), |lo|,
+// |hi| and the sign to e[0..3n) when e is not NULL, the values to v16 (in
+// order for n = 32, in wk_act16k_pos order for 256), and the sum of each 16
+// to gs[n / 16].
+static float quantize_block(const float *x, int8_t *q, int8_t *e, int16_t *v16, int n, int *gs) {
   float amax = 0;
   for (int i = 0; i < n; i++) amax = fmaxf(amax, fabsf(x[i]));
   float d = amax / (float)WK_ACT16_QMAX, id = d > 0 ? 1.0f / d : 0.0f;
   for (int g = 0; g < n / 16; g++) {
     gs[g] = 0;
     for (int i = 0; i < 16; i++) {
-      const int v = (int)lrintf(x[16 * g + i] * id);
-      wk_act16_split(v, &q[16 * g + i], &q[n + 16 * g + i]);
-      v16[n == 32 ? 16 * g + i : wk_act16k_pos(16 * g + i)] = (int16_t)v;
+      const int v = (int)lrintf(x[16 * g + i] * id), k = 16 * g + i;
+      wk_act16_split(v, &q[k], &q[n + k]);
+      if (e) {
+        e[k] = (int8_t)abs(q[k]);
+        e[n + k] = (int8_t)abs(q[n + k]);
+        e[2 * n + k] = (int8_t)((v > 0) - (v < 0));
+      }
+      v16[n == 32 ? k : wk_act16k_pos(k)] = (int16_t)v;
       gs[g] += v;
     }
   }
@@ -39,7 +46,7 @@ void wk_act16_quantize(const float *x, void *xq, int64_t n) {
   for (int64_t b = 0; b < n / 32; b++, x += 32) {
     int gs[2];
     int8_t *q = (int8_t *)xq + wk_act16_bytes(WK_ACT_A16, n / 32, b);
-    a[b].d = quantize_block(x, q, a[b].v, 32, gs);
+    a[b].d = quantize_block(x, q, NULL, a[b].v, 32, gs);
     a[b].sum = gs[0] + gs[1];
     a[b].s = a[b].d * (float)a[b].sum;
   }
@@ -50,7 +57,8 @@ void wk_act16k_quantize(const float *x, void *xq, int64_t n) {
   for (int64_t b = 0; b < n / 256; b++, x += 256) {
     int gs[16];
     int8_t *q = (int8_t *)xq + wk_act16_bytes(WK_ACT_A16K, n / 256, b);
-    a[b].d = quantize_block(x, q, a[b].v, 256, gs);
+    int8_t *e = (int8_t *)xq + wk_act16k_sign_bytes(n / 256, b);
+    a[b].d = quantize_block(x, q, e, a[b].v, 256, gs);
     for (int j = 0; j < 16; j++) a[b].s[j] = a[b].d * (float)gs[j];
   }
 }
@@ -71,7 +79,7 @@ static int act_of(int type) {
 size_t wk_act16_row_size(int act, int64_t n) {
   if (act == WK_ACT_A16 && n >= 0 && n % 32 == 0) return (size_t)(n / 32) * (sizeof(wk_act16) + 64);
   if (act == WK_ACT_A16K && n >= 0 && n % 256 == 0)
-    return (size_t)(n / 256) * (sizeof(wk_act16k) + 512);
+    return wk_act16k_sign_bytes(n / 256, n / 256);
   return 0;
 }
 

@@ -13,17 +13,18 @@
 // Formats (x[i] ~= d * v[i], v in [-16383, 16383], rounded to nearest even):
 //   WK_ACT_A16   32-value blocks, for Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL;
 //   WK_ACT_A16K  256-value blocks, for Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS.
-// A row also stores each v as two signed bytes, v = lo + 255 hi with lo in
-// [-127, 127] and hi in [-64, 64] (wk_act16_split): after its blocks, per
+// A row also stores each v as two signed bytes, v = lo + 128 hi with lo and
+// hi in [-127, 127], both of v's sign (wk_act16_split): after its blocks, per
 // block its lo bytes in value order, then its hi bytes (wk_act16_bytes), so
-// that either part streams alone. Weight codes can then stay bytes:
-// pmaddubsw multiplies 32 codes with 32 lo bytes and again with 32 hi bytes,
-// and pmaddwd weights the two (no byte is -128, so signed codes can move their
-// sign onto the activations with psignb). The one-token super-block kernels
-// and Q5_0 / Q5_1 kernels do that (those codes take many instructions to
-// widen to int16); the others, and all kernels for several tokens, widen the
-// codes to int16 once per row and multiply them with v by pmaddwd, half the
-// multiplies per token.
+// that either part streams alone; the super-block format then also stores,
+// after all of those, per block |lo|, |hi| and v's sign (+-1, 0 for 0) in
+// value order (wk_act16k_sign_bytes). Weight codes can then stay bytes:
+// pmaddubsw multiplies 32 unsigned codes with 32 lo bytes and again with 32
+// hi bytes, and pmaddwd weights the two; signed codes (IQ4_XS) take v's sign
+// by one psignb and multiply |lo| and |hi| (no byte is -128). The one-token
+// kernels of the super-blocks and of Q4_0, Q4_1, Q5_0, Q5_1 do that; the
+// others, and all kernels for several tokens, widen the codes to int16 once
+// per row and multiply them with v by pmaddwd, half the multiplies per token.
 // Both formats carry d times the integer sums (of 32, or of each 16), which
 // the formats with a block minimum or a fixed offset multiply. The ids
 // continue kernels.h's wk_act_fmt; wk_act16_pick fills the same wk_kernel
@@ -48,15 +49,15 @@ enum {
 
 #define WK_ACT16_QMAX 16383
 
-// Value i of a block of n activations' bytes (n lo bytes, n hi bytes).
-static inline int wk_act16_value(const int8_t *q, int n, int i) { return q[i] + 255 * q[n + i]; }
+// Value i of a block of n activations' bytes (n lo bytes, n hi bytes, ..).
+static inline int wk_act16_value(const int8_t *q, int n, int i) { return q[i] + 128 * q[n + i]; }
 
-// v -> (lo, hi), v = lo + 255 hi, lo in [-127, 127] (for |v| <= 16383:
-// hi in [-64, 64]).
+// v -> (lo, hi), v = lo + 128 hi, both of v's sign: |lo| = |v| % 128,
+// |hi| = |v| / 128 (for |v| <= 16383: in [0, 127]).
 static inline void wk_act16_split(int v, int8_t *lo, int8_t *hi) {
-  const int h = (v + 127 + 255 * 128) / 255 - 128;  // floor((v + 127) / 255)
+  const int h = v / 128;  // C division truncates: |h| = |v| / 128, of v's sign
   *hi = (int8_t)h;
-  *lo = (int8_t)(v - 255 * h);
+  *lo = (int8_t)(v - 128 * h);
 }
 
 // 32 activations: x[i] ~= d * v[i].
@@ -79,6 +80,13 @@ typedef struct wk_act16k {
 static inline size_t wk_act16_bytes(int act, int64_t nb, int64_t b) {
   return act == WK_ACT_A16 ? (size_t)nb * sizeof(wk_act16) + 64 * (size_t)b
                            : (size_t)nb * sizeof(wk_act16k) + 512 * (size_t)b;
+}
+
+// Byte offset, in a WK_ACT_A16K row of nb blocks, of block b's 3 x 256
+// bytes |lo|, |hi| and sign (kept apart, so that the lo and hi bytes of
+// consecutive blocks stay adjacent for the kernels that read only those).
+static inline size_t wk_act16k_sign_bytes(int64_t nb, int64_t b) {
+  return (size_t)nb * (sizeof(wk_act16k) + 512) + 768 * (size_t)b;
 }
 
 // Where value i (0..255) of a wk_act16k sits in v: per 32 values, first

@@ -8,10 +8,11 @@
 // onto the activations (IQ4_XS). One token: pmaddubsw against the chunk's 32
 // lo and 32 hi activation bytes, then pmaddwd by the sub-block scales (one
 // per 128-bit half: the 16-value groups' own, or the 32-value sub-block's in
-// both), into lo and hi int32 accumulators, combined as lo + 255 hi. Several
+// both), into lo and hi int32 accumulators, combined as lo + 128 hi. Several
 // tokens: the codes times the scales as int16 once per row, then pmaddwd
 // with each token's v (laid out so that a lane sums the same 4 values), the
-// same integers. Per super-block:
+// same integers. One token of Q4_K, Q5_K, IQ4_XS: kdec (below), the same
+// integers again with cheaper scale handling. Per super-block:
 //   acc += float(lanes) * (d_w * d_a)
 //   acc -= m * s_a per 16 values     (m: dmin * min, or d * offset * scale).
 // Bounds: a pmaddubsw lane is at most 2 x 63 x 127 = 16002 (Q6_K; IQ4_XS:
@@ -255,21 +256,150 @@ AT AI void kcodes16(const int type, const kprep *p, const kcodes *k, int j, __m2
 // bare codes (up to 63) x scales (up to 128) over 8 chunks could pass 2^31.
 AT AI int ksplit(const int type) { return type == WK_Q6_K; }
 
-// lo + 255 hi (exact: the true lane value fits in int32; the adds may wrap).
+// lo + 128 hi (exact: the true lane value fits in int32; the adds may wrap).
 AT AI __m256i kcombine(__m256i lo, __m256i hi) {
-  return _mm256_add_epi32(lo, _mm256_sub_epi32(_mm256_slli_epi32(hi, 8), hi));
+  return _mm256_add_epi32(lo, _mm256_slli_epi32(hi, 7));
+}
+
+// ---- the decode tile: R rows x one token (Q4_K, Q5_K, IQ4_XS) ---------------
+//
+// The formats with one scale per 32 values: per super-block and row the
+// scales are decoded once into memory and each chunk's is broadcast from
+// there (a load, where a pick from a register costs a shuffle), the f32 terms
+// come with fewer shuffles than kprep_block's, and a chunk's activation bytes
+// are loaded once for all rows. IQ4_XS's signed codes take each value's sign
+// (one psignb) and multiply |lo| and |hi|, where ktile moves the codes' signs
+// onto lo and hi (two psignb and a pabsb). The chunks' integers and the f32
+// operations are ktile's.
+
+// Per row and super-block, what the decode tile needs besides the codes.
+typedef struct kdprep {
+  int32_t s32[8];   // sub-block scales, one a dword: chunk j broadcasts s32[j]'s
+                    // low int16
+  __m256 dd;        // d_w * d_a
+  __m256 m0, m1;    // per 16 values, times the activation sum, comes off
+                    // (Q4_K, Q5_K: dmin * min)
+} kdprep;
+
+AT AI void kd_prep(const int type, const uint8_t *b, __m256 da, kdprep *p) {
+  if (type == WK_IQ4_XS) {  // d @0, scales_h @2, scales_l @4: kscales_iq4xs as dwords
+    uint32_t l;
+    memcpy(&l, b + 4, 4);
+    const __m256i sh = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);
+    const __m256i lo = _mm256_srlv_epi32(_mm256_set1_epi32((int)l), _mm256_add_epi32(sh, sh));
+    const __m256i hi = _mm256_srlv_epi32(_mm256_set1_epi32((int)a16_u16(b + 2)), sh);
+    const __m256i sc = _mm256_or_si256(
+        _mm256_and_si256(lo, _mm256_set1_epi32(15)),
+        _mm256_slli_epi32(_mm256_and_si256(hi, _mm256_set1_epi32(3)), 4));
+    _mm256_storeu_si256((__m256i *)p->s32, _mm256_sub_epi32(sc, _mm256_set1_epi32(32)));
+    p->dd = _mm256_mul_ps(a16_bf16(b), da);
+    return;
+  }
+  // Q4_K, Q5_K: d dmin @0, scales @4, unpacked as kscales_k4 does (in both
+  // halves: the loads broadcast)
+  const __m256i x = a16_bcast16(b + 4), m4 = _mm256_set1_epi8(15);
+  const __m256i low = _mm256_and_si256(x, _mm256_set1_epi8(63));  // sc0-3 m0-3
+  const __m256i top = _mm256_and_si256(_mm256_srli_epi32(x, 2), _mm256_set1_epi8(0x30));
+  __m256i a2 = _mm256_shuffle_epi32(x, 0xaa);
+  a2 = _mm256_and_si256(_mm256_srlv_epi32(a2, _mm256_setr_epi32(0, 4, 0, 0, 0, 4, 0, 0)), m4);
+  const __m256i v = _mm256_unpacklo_epi32(low, _mm256_or_si256(a2, top));  // sc0-7 m0-7
+  const __m128i sc16 = _mm_cvtepu8_epi16(_mm256_castsi256_si128(v));
+  _mm_storeu_si128((__m128i *)p->s32, _mm_unpacklo_epi16(sc16, _mm_setzero_si128()));
+  _mm_storeu_si128((__m128i *)(p->s32 + 4), _mm_unpackhi_epi16(sc16, _mm_setzero_si128()));
+  uint32_t ddm;
+  memcpy(&ddm, b, 4);
+  const __m256 t = _mm256_cvtph_ps(_mm_set1_epi32((int)ddm));  // d dmin d dmin ..
+  const __m256 d = _mm256_permute_ps(t, 0x00), dmin = _mm256_permute_ps(t, 0x55);
+  // mins 0 1 4 5 | 2 3 6 7 as f32 (exact products), then each twice:
+  // m0 = 0 0 1 1 2 2 3 3, m1 = 4 4 5 5 6 6 7 7 (kprep_block's)
+  const char z = (char)0x80;
+  const __m256i mi = _mm256_setr_epi8(8, z, z, z, 9, z, z, z, 12, z, z, z, 13, z, z, z, 10, z, z, z,
+                                      11, z, z, z, 14, z, z, z, 15, z, z, z);
+  const __m256 mf = _mm256_mul_ps(dmin, _mm256_cvtepi32_ps(_mm256_shuffle_epi8(v, mi)));
+  p->m0 = _mm256_unpacklo_ps(mf, mf);
+  p->m1 = _mm256_unpackhi_ps(mf, mf);
+  p->dd = _mm256_mul_ps(d, da);
+}
+
+// Chunk j's scale in all int16 lanes: a broadcast load (GCC would move the
+// value through a general register and shuffle it instead).
+AT AI __m256i kd_scale(const kdprep *p, int j) {
+  __m256i v;
+  __asm__("vpbroadcastw %1, %0" : "=x"(v) : "m"(p->s32[j]));
+  return v;
+}
+
+// Whether a type's one-token tiles are kdec's (the others keep ktile's loop,
+// which measured as fast: their scales cover 16 values, picked from a
+// register either way).
+AT AI int kdec_type(const int type) {
+  return type == WK_Q4_K || type == WK_Q5_K || type == WK_IQ4_XS;
+}
+
+// R rows x one token.
+AT AI void kdec(const int type, const int R, const uint8_t *w, size_t ws, int64_t nb,
+                const uint8_t *xq, float *y, size_t yr) {
+  const int bytes = kbytes(type);
+  const wk_act16k *act = (const wk_act16k *)xq;
+  __m256 acc[A16_MAXR];
+  A16_UNROLL for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; b++) {
+    const uint8_t *blk = w + (size_t)b * (size_t)bytes;
+    // unsigned codes: the lo and hi bytes; IQ4_XS: |lo|, |hi| and the sign
+    const int8_t *q = (const int8_t *)xq + (type == WK_IQ4_XS ? wk_act16k_sign_bytes(nb, b)
+                                                              : wk_act16_bytes(WK_ACT_A16K, nb, b));
+    kdprep p[A16_MAXR];
+    const __m256 da = _mm256_set1_ps(act[b].d);
+    A16_UNROLL for (int r = 0; r < R; r++) kd_prep(type, blk + (size_t)r * ws, da, &p[r]);
+    __m256i lo[A16_MAXR], hi[A16_MAXR];
+    A16_UNROLL for (int r = 0; r < R; r++) lo[r] = hi[r] = _mm256_setzero_si256();
+    A16_UNROLL for (int j = 0; j < 8; j++) {
+      const int8_t *qj = q + 32 * j;
+      __m256i xl = a16_load(qj), xh = a16_load(qj + 256), sg = _mm256_setzero_si256();
+      A16_KEEP(xl);  // in registers for all rows (not a load folded into each multiply)
+      A16_KEEP(xh);
+      if (type == WK_IQ4_XS) sg = a16_load(qj + 512);
+      A16_UNROLL for (int r = 0; r < R; r++) {
+        kcodes k;
+        kchunk(type, blk + (size_t)r * ws, j, &k);
+        const __m256i s = kd_scale(&p[r], j);
+        // IQ4_XS: the signed codes take v's sign, against |lo| and |hi|
+        const __m256i c = type == WK_IQ4_XS ? _mm256_sign_epi8(k.sg, sg) : k.c;
+        const __m256i l = type == WK_IQ4_XS ? _mm256_maddubs_epi16(xl, c)
+                                            : _mm256_maddubs_epi16(c, xl);
+        const __m256i h = type == WK_IQ4_XS ? _mm256_maddubs_epi16(xh, c)
+                                            : _mm256_maddubs_epi16(c, xh);
+        lo[r] = _mm256_add_epi32(lo[r], _mm256_madd_epi16(l, s));
+        hi[r] = _mm256_add_epi32(hi[r], _mm256_madd_epi16(h, s));
+        A16_KEEP(lo[r]);
+        A16_KEEP(hi[r]);
+      }
+    }
+    A16_UNROLL for (int r = 0; r < R; r++) {
+      acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(kcombine(lo[r], hi[r])), p[r].dd, acc[r]);
+      if (type != WK_IQ4_XS) {
+        acc[r] = _mm256_fnmadd_ps(p[r].m0, _mm256_loadu_ps(act[b].s), acc[r]);
+        acc[r] = _mm256_fnmadd_ps(p[r].m1, _mm256_loadu_ps(act[b].s + 8), acc[r]);
+      }
+    }
+  }
+  A16_UNROLL for (int r = 0; r < R; r++) y[(size_t)r * yr] = a16_hsum(acc[r]);
 }
 
 // R rows x N tokens. Per super-block each output gets exact int32 lanes, a
 // lane the scaled products of 4 consecutive values of each chunk (lanes 0-3:
 // its first 16 values, 4-7: the next 16), summed over the chunks (over each
 // half super-block for ksplit formats); one token by pmaddubsw on the lo and
-// hi bytes (then lo + 255 hi), several by pmaddwd of int16 codes x scales
+// hi bytes (then lo + 128 hi), several by pmaddwd of int16 codes x scales
 // with v, the same integers. Then, the same f32 operations either way:
 //   acc += float(lanes) * (d_w * d_a);  acc -= m * s_a per 16 values.
 AT AI void ktile(const int type, const int R, const int N, const uint8_t *w, size_t ws,
                  int64_t nb, const uint8_t *xq, size_t xs, float *y, size_t ys,
                  size_t yr) {
+  if (N == 1 && kdec_type(type)) {
+    kdec(type, R, w, ws, nb, xq, y, yr);
+    return;
+  }
   const int bytes = kbytes(type), with_m = type != WK_IQ4_XS;
   __m256 acc[A16_MAXR][A16_MAXN];
   A16_UNROLL for (int r = 0; r < R; r++) A16_UNROLL for (int t = 0; t < N; t++)
@@ -327,19 +457,17 @@ AT AI void ktile(const int type, const int R, const int N, const uint8_t *w, siz
       y[(size_t)t * ys + (size_t)r * yr] = a16_hsum(acc[r][t]);
 }
 
-// Register tiles: main rows x tokens, decode rows.
-#ifndef K_RM
+// Register tiles: main rows x tokens, decode rows (2 for ktile's loop, 3 or
+// 4 for kdec's: measured best).
 #define K_RM 1
 #define K_RN 4
-#define K_DM 2
-#endif
 
-A16_TYPE(q2_k, WK_Q2_K, ktile, 256, K_RM, K_RN, K_DM)
-A16_TYPE(q3_k, WK_Q3_K, ktile, 256, K_RM, K_RN, K_DM)
-A16_TYPE(q4_k, WK_Q4_K, ktile, 256, K_RM, K_RN, K_DM)
-A16_TYPE(q5_k, WK_Q5_K, ktile, 256, K_RM, K_RN, K_DM)
-A16_TYPE(q6_k, WK_Q6_K, ktile, 256, K_RM, K_RN, K_DM)
-A16_TYPE(iq4_xs, WK_IQ4_XS, ktile, 256, K_RM, K_RN, K_DM)
+A16_TYPE(q2_k, WK_Q2_K, ktile, 256, K_RM, K_RN, 2)
+A16_TYPE(q3_k, WK_Q3_K, ktile, 256, K_RM, K_RN, 2)
+A16_TYPE(q4_k, WK_Q4_K, ktile, 256, K_RM, K_RN, 4)
+A16_TYPE(q5_k, WK_Q5_K, ktile, 256, K_RM, K_RN, 3)
+A16_TYPE(q6_k, WK_Q6_K, ktile, 256, K_RM, K_RN, 2)
+A16_TYPE(iq4_xs, WK_IQ4_XS, ktile, 256, K_RM, K_RN, 4)
 
 // ---- f32 decoding: (d * scale) * code - dmin * min, per sub-block ---------------
 

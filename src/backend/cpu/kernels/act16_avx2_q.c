@@ -3,19 +3,19 @@
 // AVX2 activation converters. Compiled for AVX2 + FMA + F16C function by
 // function; act16.c calls these only when cpuid says the CPU has them.
 //
-// A block's codes become two vectors of 16 int16 (values 0..15 and 16..31),
-// multiplied with the activations' int16 v by pmaddwd; Q4_0 and Q5_0's fixed
-// offsets (8, 16) come off the codes, or off the block sum as offset x the
-// activation sum. The integer sums of 8 outputs (rows x tokens) then merge
-// into the lanes of one vector (a16_red8) and the f32 work runs once per
-// block for all of them. One-token Q5_0 / Q5_1 tiles instead keep the codes
-// as bytes (spreading the fifth bits over int16 lanes costs more than the
-// second multiply) and multiply them with the lo and hi activation bytes by
-// pmaddubsw, weighted 1 and 255 by pmaddwd; the block sums are the same
-// integers either way.
+// Several tokens (and Q8_0): a block's codes become two vectors of 16 int16
+// (values 0..15 and 16..31), multiplied with the activations' int16 v by
+// pmaddwd; Q4_0 and Q5_0's fixed offsets (8, 16) come off the codes, or off
+// the block sum as offset x the activation sum. The integer sums of 8
+// outputs (rows x tokens) then merge into the lanes of one vector (a16_red8)
+// and the f32 work runs once per block for all of them. One token, 8 rows
+// (decode): two rows a vector (qdec8, below). One token, one row: Q5_0 / Q5_1
+// keep the codes as bytes against the lo and hi activation bytes (pmaddubsw,
+// weighted 1 and 128 by pmaddwd). The block sums are the same integers every
+// way, and the f32 operations the same, so gemm equals vec_dot bit for bit.
 //
 // Bounds: a pmaddubsw lane is two products, at most 2 x 31 x 127; a block's
-// int32 sum is at most 32 x 128 x 16383 in magnitude.
+// int32 sum is at most 32 x 241 x 16383 in magnitude.
 #include "backend/cpu/kernels/act16_x86.h"
 #include "backend/cpu/kernels/kernels_internal.h"
 #include "quant/types.h"
@@ -33,20 +33,18 @@ AT static float amax8(const float *x, int n) {
   return _mm_cvtss_f32(h);
 }
 
-// hi of wk_act16_split for int32 lanes: floor((v + 127) / 255) as
-// (n * 32897) >> 23 - 128 with n = v + 127 + 255 * 128 in [0, 49150] (exact
-// for n < 66299).
+// hi of wk_act16_split for int32 lanes: |v| / 128 with v's sign.
 AT AI __m256i split_hi(__m256i v) {
-  const __m256i n = _mm256_add_epi32(v, _mm256_set1_epi32(127 + 255 * 128));
-  const __m256i q = _mm256_srli_epi32(_mm256_mullo_epi32(n, _mm256_set1_epi32(32897)), 23);
-  return _mm256_sub_epi32(q, _mm256_set1_epi32(128));
+  return _mm256_sign_epi32(_mm256_srli_epi32(_mm256_abs_epi32(v), 7), v);
 }
 
-// 16 values -> 16 lo bytes at lo and 16 hi bytes at hi (x * id rounded to
-// nearest even, as lrintf), and 16 int16: in order at v0 (v1 NULL), or
-// values 0 1 4 5 8 9 12 13 at v0 and the others at v1 (wk_act16k_pos);
-// returns their sum.
-AT AI int round16(const float *x, __m256 id, int8_t *lo, int8_t *hi, int16_t *v0, int16_t *v1) {
+// 16 values -> their lo bytes at q, hi bytes at q + n (x * id rounded to
+// nearest even, as lrintf; when e is not NULL also |lo|, |hi| and the sign at
+// e, e + n, e + 2 n), and 16 int16: in order at v0 (v1 NULL), or values 0 1
+// 4 5 8 9 12 13 at v0 and the others at v1 (wk_act16k_pos); returns their
+// sum.
+AT AI int round16(const float *x, __m256 id, int8_t *q, int8_t *e, int n, int16_t *v0,
+                  int16_t *v1) {
   const __m256i a = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x), id));
   const __m256i b = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + 8), id));
   // packs works per 128-bit half: 32-bit units a0a1 a2a3 b0b1 b2b3 | a4a5
@@ -59,14 +57,20 @@ AT AI int round16(const float *x, __m256 id, int8_t *lo, int8_t *hi, int16_t *v0
     _mm_storeu_si128((__m128i *)v0, _mm256_castsi256_si128(u));
     _mm_storeu_si128((__m128i *)v1, _mm256_extracti128_si256(u, 1));
   }
-  const __m256i ha = split_hi(a), hb = split_hi(b), c255 = _mm256_set1_epi32(255);
-  const __m256i la = _mm256_sub_epi32(a, _mm256_mullo_epi32(ha, c255));
-  const __m256i lb = _mm256_sub_epi32(b, _mm256_mullo_epi32(hb, c255));
+  const __m256i ha = split_hi(a), hb = split_hi(b);
+  const __m256i la = _mm256_sub_epi32(a, _mm256_slli_epi32(ha, 7));
+  const __m256i lb = _mm256_sub_epi32(b, _mm256_slli_epi32(hb, 7));
   // 4-byte units la0-3 lb0-3 ha0-3 hb0-3 | la4-7 lb4-7 ha4-7 hb4-7, then in order
   const __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(la, lb), _mm256_packs_epi32(ha, hb));
   const __m256i o = _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-  _mm_storeu_si128((__m128i *)lo, _mm256_castsi256_si128(o));
-  _mm_storeu_si128((__m128i *)hi, _mm256_extracti128_si256(o, 1));
+  const __m128i lo = _mm256_castsi256_si128(o), hi = _mm256_extracti128_si256(o, 1);
+  _mm_storeu_si128((__m128i *)q, lo);
+  _mm_storeu_si128((__m128i *)(q + n), hi);
+  if (e) {  // lo and hi share v's sign, and one is nonzero unless v is
+    _mm_storeu_si128((__m128i *)e, _mm_abs_epi8(lo));
+    _mm_storeu_si128((__m128i *)(e + n), _mm_abs_epi8(hi));
+    _mm_storeu_si128((__m128i *)(e + 2 * n), _mm_sign_epi8(_mm_set1_epi8(1), _mm_or_si128(lo, hi)));
+  }
   return a16_hsum_i32(_mm256_add_epi32(a, b));
 }
 
@@ -82,8 +86,8 @@ AT void wk_act16_avx2_quantize(const float *x, void *xq, int64_t n) {
     __m256 id;
     float d = scale_of(x, 32, &id);
     int8_t *q = (int8_t *)xq + wk_act16_bytes(WK_ACT_A16, n / 32, b);
-    int s = round16(x, id, q, q + 32, a[b].v, NULL) +
-            round16(x + 16, id, q + 16, q + 48, a[b].v + 16, NULL);
+    int s = round16(x, id, q, NULL, 32, a[b].v, NULL) +
+            round16(x + 16, id, q + 16, NULL, 32, a[b].v + 16, NULL);
     a[b].d = d;
     a[b].sum = s;
     a[b].s = d * (float)s;
@@ -97,9 +101,10 @@ AT void wk_act16k_avx2_quantize(const float *x, void *xq, int64_t n) {
     float d = scale_of(x, 256, &id);
     a[b].d = d;
     int8_t *q = (int8_t *)xq + wk_act16_bytes(WK_ACT_A16K, n / 256, b);
+    int8_t *e = (int8_t *)xq + wk_act16k_sign_bytes(n / 256, b);
     for (int j = 0; j < 16; j++) {  // group j: half j % 2 of 32 values
       int16_t *v = a[b].v + 32 * (j >> 1) + 8 * (j & 1);
-      a[b].s[j] = d * (float)round16(x + 16 * j, id, q + 16 * j, q + 256 + 16 * j, v, v + 16);
+      a[b].s[j] = d * (float)round16(x + 16 * j, id, q + 16 * j, e + 16 * j, 256, v, v + 16);
     }
   }
 }
@@ -195,12 +200,140 @@ AT AI int bytes_path(const int type, const int N) {
 }
 
 // One row's Q5 block (b) times one token's lo and hi bytes: int32 lanes,
-// lo + 255 hi, of the bare codes.
+// lo + 128 hi, of the bare codes.
 AT AI __m256i q5_products(const int type, const uint8_t *b, __m256i lo, __m256i hi) {
   const __m256i c = type == WK_Q5_0 ? q5_bytes(b + 6, b + 2) : q5_bytes(b + 8, b + 4);
   const __m256i plo = _mm256_maddubs_epi16(c, lo), phi = _mm256_maddubs_epi16(c, hi);
   return _mm256_add_epi32(_mm256_madd_epi16(plo, _mm256_set1_epi16(1)),
-                          _mm256_madd_epi16(phi, _mm256_set1_epi16(255)));
+                          _mm256_madd_epi16(phi, _mm256_set1_epi16(128)));
+}
+
+// ---- the decode tile: 8 rows x one token, two rows a vector ------------------
+//
+// Pair p = rows p and p + 4: row p's 16 bytes of a block in the low half of
+// a vector, row p + 4's in the high half, against activations broadcast to
+// both halves. Only a block's total counts, so the halves' products add in
+// int16 before widening, and the pairs' lanes reduce to lanes 0..7 = rows
+// 0..7 in three merges. Q4_0, Q4_1, Q5_0, Q5_1: code bytes by pmaddubsw with
+// the lo and hi bytes, weighted 1 and 128 by pmaddwd. IQ4_NL: table value
+// + 128, unpacked to int16 with zeros (within halves: values 0..7 and 8..15
+// of the low nibbles, then of the high), by pmaddwd with v; the + 128 comes
+// off as 128 x the activation sum, so no |code| and sign moves are needed.
+// Bounds: two pmaddubsw lanes added <= 2 x 2 x 31 x 127; IQ4_NL's block sum
+// <= 32 x 241 x 16383.
+
+// 16 bytes at a in the low half, 16 at b in the high half (two broadcast
+// loads and a blend: no lane-crossing insert).
+AT AI __m256i a16_load2(const uint8_t *a, const uint8_t *b) {
+  return _mm256_blend_epi32(a16_bcast16(a), a16_bcast16(b), 0xf0);
+}
+
+// Offset of a block's 16 nibble bytes.
+AT AI int qs_at(const int type) {
+  switch (type) {
+    case WK_Q4_1: return 4;
+    case WK_Q5_0: return 6;
+    case WK_Q5_1: return 8;
+    default: return 2;  // Q4_0, IQ4_NL
+  }
+}
+
+// One block of rows a (low halves) and b (high halves) as bytes: *c1 values
+// 0..15, *c2 values 16..31; codes, or IQ4_NL's table values + 128.
+AT AI void qcodes2(const int type, const uint8_t *a, const uint8_t *b, __m256i *c1, __m256i *c2) {
+  const __m256i x = a16_load2(a + qs_at(type), b + qs_at(type)), m4 = _mm256_set1_epi8(15);
+  *c1 = _mm256_and_si256(x, m4);
+  *c2 = _mm256_and_si256(_mm256_srli_epi16(x, 4), m4);
+  if (type == WK_Q5_0 || type == WK_Q5_1) {  // + 16 where bit i of qh is set
+    const int at = type == WK_Q5_0 ? 2 : 4;
+    const __m256i h = a16_load2(a + at, b + at);  // qh: bytes 0..3 of each half
+    const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ULL);
+    const __m256i s1 = _mm256_setr_epi64x(0, 0x0101010101010101LL, 0, 0x0101010101010101LL);
+    const __m256i s2 = _mm256_setr_epi64x(0x0202020202020202LL, 0x0303030303030303LL,
+                                          0x0202020202020202LL, 0x0303030303030303LL);
+    const __m256i sixteen = _mm256_set1_epi8(16);
+    const __m256i f1 = _mm256_and_si256(_mm256_shuffle_epi8(h, s1), bit);
+    const __m256i f2 = _mm256_and_si256(_mm256_shuffle_epi8(h, s2), bit);
+    *c1 = _mm256_or_si256(*c1, _mm256_and_si256(_mm256_cmpeq_epi8(f1, bit), sixteen));
+    *c2 = _mm256_or_si256(*c2, _mm256_and_si256(_mm256_cmpeq_epi8(f2, bit), sixteen));
+  }
+  if (type == WK_IQ4_NL) {
+    const __m256i lut = _mm256_add_epi8(a16_bcast16(wk_kern_iq4nl_values),
+                                        _mm256_set1_epi8((char)128));
+    *c1 = _mm256_shuffle_epi8(lut, *c1);
+    *c2 = _mm256_shuffle_epi8(lut, *c2);
+  }
+}
+
+// Block b of rows blk + r ws (r = 0..7): the exact integer sums, lane r = row
+// r, before the offsets come off. q: the block's lo and hi bytes; v: its
+// int16 values.
+AT AI __m256i qsums8(const int type, const uint8_t *blk, size_t ws, const int8_t *q,
+                     const int16_t *v) {
+  __m256i t[4];
+  if (type == WK_IQ4_NL) {
+    __m256i x[4];  // values 0..7, 8..15, 16..23, 24..31 in both halves
+    A16_UNROLL for (int i = 0; i < 4; i++) x[i] = a16_bcast16(v + 8 * i);
+    const __m256i z = _mm256_setzero_si256();
+    A16_UNROLL for (int p = 0; p < 4; p++) {
+      __m256i c1, c2;
+      qcodes2(type, blk + (size_t)p * ws, blk + (size_t)(p + 4) * ws, &c1, &c2);
+      const __m256i s1 = _mm256_add_epi32(_mm256_madd_epi16(_mm256_unpacklo_epi8(c1, z), x[0]),
+                                          _mm256_madd_epi16(_mm256_unpackhi_epi8(c1, z), x[1]));
+      const __m256i s2 = _mm256_add_epi32(_mm256_madd_epi16(_mm256_unpacklo_epi8(c2, z), x[2]),
+                                          _mm256_madd_epi16(_mm256_unpackhi_epi8(c2, z), x[3]));
+      t[p] = _mm256_add_epi32(s1, s2);
+    }
+  } else {
+    const __m256i ones = _mm256_set1_epi16(1), c128 = _mm256_set1_epi16(128);
+    const __m256i l1 = a16_bcast16(q), l2 = a16_bcast16(q + 16);
+    const __m256i h1 = a16_bcast16(q + 32), h2 = a16_bcast16(q + 48);
+    A16_UNROLL for (int p = 0; p < 4; p++) {
+      __m256i c1, c2;
+      qcodes2(type, blk + (size_t)p * ws, blk + (size_t)(p + 4) * ws, &c1, &c2);
+      const __m256i pl =
+          _mm256_add_epi16(_mm256_maddubs_epi16(c1, l1), _mm256_maddubs_epi16(c2, l2));
+      const __m256i ph =
+          _mm256_add_epi16(_mm256_maddubs_epi16(c1, h1), _mm256_maddubs_epi16(c2, h2));
+      t[p] = _mm256_add_epi32(_mm256_madd_epi16(pl, ones), _mm256_madd_epi16(ph, c128));
+    }
+  }
+  return a16_merge64(a16_merge32(t[0], t[1]), a16_merge32(t[2], t[3]));
+}
+
+// Bytes ahead of the current block that the decode tile prefetches in each
+// of its 8 rows (within the row): with two threads streaming 8 rows each from
+// memory the hardware prefetchers fell behind on long rows (k = 14336, Q4_0
+// and Q4_1: 26.5 -> 28 GB/s with two threads). The same in the super-block
+// tiles slowed short rows and was left out.
+#define QDEC_AHEAD 512
+
+// 8 rows x one token, the same f32 operations as tile().
+AT AI void qdec8(const int type, const uint8_t *w, size_t ws, int64_t nb, const uint8_t *xq,
+                 float *y, size_t yr) {
+  const size_t bytes = (size_t)block_bytes(type);
+  const int off = type == WK_IQ4_NL ? 128 : offset_of(type);
+  const int has_min = type == WK_Q4_1 || type == WK_Q5_1;
+  const wk_act16 *act = (const wk_act16 *)xq;
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; b++) {
+    const uint8_t *blk = w + (size_t)b * bytes;
+    const int8_t *q = (const int8_t *)xq + wk_act16_bytes(WK_ACT_A16, nb, b);
+    if ((b & 3) == 0 && b + QDEC_AHEAD / (int64_t)bytes < nb)  // every 72..96 bytes
+      A16_UNROLL for (int r = 0; r < 8; r++)
+          _mm_prefetch((const char *)(blk + (size_t)r * ws + QDEC_AHEAD), _MM_HINT_T0);
+    __m256i isum = qsums8(type, blk, ws, q, act[b].v);
+    if (off) isum = _mm256_sub_epi32(isum, _mm256_set1_epi32(act[b].sum * off));
+    __m256 dwv, mwv = _mm256_setzero_ps();
+    a16_f16_rows(blk, ws, 8, has_min, &dwv, &mwv);
+    const __m256 dd = _mm256_mul_ps(dwv, _mm256_set1_ps(act[b].d));
+    __m256 p = _mm256_mul_ps(_mm256_cvtepi32_ps(isum), dd);
+    if (has_min) p = _mm256_fmadd_ps(mwv, _mm256_set1_ps(act[b].s), p);
+    acc = _mm256_add_ps(acc, p);
+  }
+  float out[8];
+  _mm256_storeu_ps(out, acc);
+  A16_UNROLL for (int r = 0; r < 8; r++) y[(size_t)r * yr] = out[r];
 }
 
 // R rows x N tokens (R * N <= 8), outputs o = r * N + t in the lanes of one
@@ -210,6 +343,10 @@ AT AI __m256i q5_products(const int type, const uint8_t *b, __m256i lo, __m256i 
 // (the same f32 operations for every tile shape, so gemm equals vec_dot).
 AT AI void tile(const int type, const int R, const int N, const uint8_t *w, size_t ws,
                 int64_t nb, const uint8_t *xq, size_t xs, float *y, size_t ys, size_t yr) {
+  if (N == 1 && R == 8 && type != WK_Q8_0) {  // decode: two rows a vector
+    qdec8(type, w, ws, nb, xq, y, yr);
+    return;
+  }
   const int bytes = block_bytes(type), off = offset_of(type);
   const int has_min = type == WK_Q4_1 || type == WK_Q5_1;
   // lane o -> row o / N, token o % N

@@ -4,11 +4,12 @@
 // Every kernel is a register tile of R weight rows x N tokens; per weight
 // block each row's codes are decoded once and used for every token. The
 // 32-value formats widen them to int16 and multiply with the activations' v
-// by pmaddwd (one-token Q5 tiles: bytes against lo and hi, see
-// act16_avx2_q.c), reduce each output's block sum to one lane (a16_red8) and
-// scale 8 outputs at once. The super-blocks keep them as bytes, multiply with
+// by pmaddwd (one-token tiles: bytes against lo and hi, or two rows a
+// vector, see act16_avx2_q.c), reduce each output's block sum to one lane
+// (a16_red8) and scale 8 outputs at once. The super-blocks keep them as
+// bytes, multiply with
 // lo and hi by pmaddubsw and widen by pmaddwd with the sub-block scales, into
-// two int32 accumulators per output weighted 1 and 255 in f32 once per
+// two int32 accumulators per output combined as lo + 128 hi once per
 // super-block, and keep one 8-lane f32 accumulator per output, summed across
 // lanes at the end. Every output runs the same f32 operations on the same
 // integers in the same order whatever the tile shape, so gemm equals vec_dot
