@@ -23,30 +23,8 @@
 #include "test_cuda_skip.h"
 
 #ifdef WICK_HAVE_CUDA
-static int g_fail;
-
-static uint64_t g_rng = 0x9e3779b97f4a7c15ull;  // not the other CUDA test's seed
-static double urand(void) {
-  g_rng ^= g_rng << 13, g_rng ^= g_rng >> 7, g_rng ^= g_rng << 17;
-  return (double)(g_rng >> 11) / 9007199254740992.0;
-}
-// Gaussian, never exactly zero.
-static float nrand(void) {
-  for (;;) {
-    double u1 = urand() + 1e-300, u2 = urand();
-    float r = (float)(sqrt(-2 * log(u1)) * cos(6.283185307179586 * u2));
-    if (r != 0.0f) return r;
-  }
-}
-
-#define CHECK(cond, ...)            \
-  do {                              \
-    if (!(cond)) {                  \
-      printf("FAIL: " __VA_ARGS__); \
-      printf("\n");                 \
-      g_fail++;                     \
-    }                               \
-  } while (0)
+#define CUDA_TEST_SEED 0x9e3779b97f4a7c15ull  // not the other CUDA test's seed
+#include "test_cuda_check.h"
 
 // A model's attention layer, as the backend receives it.
 typedef struct mcase {

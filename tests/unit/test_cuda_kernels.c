@@ -19,26 +19,8 @@
 #include "test_cuda_skip.h"
 
 #ifdef WICK_HAVE_CUDA
-static int g_fail;
-
-static uint64_t g_rng = 0x243f6a8885a308d3ull;
-static double urand(void) {
-  g_rng ^= g_rng << 13, g_rng ^= g_rng >> 7, g_rng ^= g_rng << 17;
-  return (double)(g_rng >> 11) / 9007199254740992.0;
-}
-static float nrand(void) {
-  double u1 = urand() + 1e-300, u2 = urand();
-  return (float)(sqrt(-2 * log(u1)) * cos(6.283185307179586 * u2));
-}
-
-#define CHECK(cond, ...)              \
-  do {                                \
-    if (!(cond)) {                    \
-      printf("FAIL: " __VA_ARGS__);   \
-      printf("\n");                   \
-      g_fail++;                       \
-    }                                 \
-  } while (0)
+#define CUDA_TEST_SEED 0x243f6a8885a308d3ull
+#include "test_cuda_check.h"
 
 static const int k_types[] = {WK_F32,  WK_F16,  WK_BF16, WK_Q4_0, WK_Q4_1,     WK_Q5_0,    WK_Q5_1,
                               WK_Q8_0, WK_Q4_K, WK_Q5_K, WK_Q6_K, WK_FP8_E4M3, WK_FP8_E5M2};
