@@ -154,12 +154,18 @@ static cudaError_t launch_matvec(cu_ctx *c, const cu_weight *const *ws, float *c
   return launch_v4<T>(c, ws, ys, nw, x, n, beta);
 }
 
-bool cu_matvec_fold_ok(const cu_ctx *c, const cu_weight *w) {
+// pick_kernel for a type known at run time; -1 for a type without kernels.
+static int kernel_for(const cu_ctx *c, int type) {
 #define WK_CASE_(t) \
-  if (w->type == t) return pick_kernel<t>(c) == KER_MVS || pick_kernel<t>(c) == KER_MVR;
+  if (type == t) return pick_kernel<t>(c);
   WK_CUDA_TYPES(WK_CASE_)
 #undef WK_CASE_
-  return false;
+  return -1;
+}
+
+bool cu_matvec_fold_ok(const cu_ctx *c, const cu_weight *w) {
+  int k = kernel_for(c, w->type);
+  return k == KER_MVS || k == KER_MVR;
 }
 
 int cu_matvec_multi(cu_ctx *c, const cu_weight *const *ws, float *const *ys, int nw,
@@ -186,30 +192,11 @@ int cu_matvec_multi(cu_ctx *c, const cu_weight *const *ws, float *const *ys, int
   return WICK_OK;
 }
 
-static bool has_mvq(int type) {
-#define WK_CASE_(t) \
-  if (type == t) return mvq_has<t>::value;
-  WK_CUDA_TYPES(WK_CASE_)
-#undef WK_CASE_
-  return false;
-}
-static bool has_mvr(int type) {
-#define WK_CASE_(t) \
-  if (type == t) return mvr_has<t>::value;
-  WK_CUDA_TYPES(WK_CASE_)
-#undef WK_CASE_
-  return false;
-}
-
-// MV_REG: the register-streamed kernel's types (FP8 included: its fallback,
-// the streamed kernel, takes gate/up for every type) and v5's.
+// Every kernel but v4 fuses gate/up (launch_glu).
 bool cu_matvec_glu_ok(const cu_ctx *c, const cu_weight *wg, const cu_weight *wu, int n) {
-  bool kernel = c->mv_f32x == MV_STREAM ? cu_type_supported(wg->type)
-                : c->mv_f32x == MV_INT8 ? has_mvq(wg->type)
-                : c->mv_f32x == MV_REG  ? has_mvq(wg->type) || has_mvr(wg->type)
-                                        : false;
-  return kernel && !c->mv_glu_off && n >= 1 && n <= c->mv_max_tokens && wg->type == wu->type &&
-         wg->rows == wu->rows && wg->cols == wu->cols && wg->row_bytes == wu->row_bytes &&
+  int k = kernel_for(c, wg->type);
+  return k >= 0 && k != KER_V4 && !c->mv_glu_off && n >= 1 && n <= c->mv_max_tokens &&
+         wg->type == wu->type && wg->rows == wu->rows && wg->cols == wu->cols && wg->row_bytes == wu->row_bytes &&
          wg->cols % 32 == 0;
 }
 
