@@ -143,6 +143,15 @@ int wick_session_n_ctx(const wick_session *session);
 int wick_session_n_past(const wick_session *session);  // tokens in the context now
 const char *wick_session_device(const wick_session *session);  // "cpu", "cuda"
 
+// Memory the session's backend holds, in bytes: weights on its device (for
+// the CPU, the model's weights), weights a GPU backend keeps in pinned host
+// memory (an untied token-embedding table), the KV cache and the workspace.
+typedef struct wick_memory {
+  uint64_t weights, weights_host, kv_cache, workspace;
+} wick_memory;
+
+void wick_session_memory(const wick_session *session, wick_memory *out);
+
 #define WICK_SEED_RANDOM UINT64_MAX
 
 typedef struct wick_sample_params {

@@ -174,6 +174,15 @@ int args_open(const args *a, const tool_opts *o, wick_model **model, wick_sessio
     *model = NULL;
     return args_error(a, "%s", err);
   }
+  // A GPU session says at start-up what it holds where (stderr, one line).
+  if (strcmp(wick_session_device(*session), "cpu")) {
+    wick_memory mem;
+    wick_session_memory(*session, &mem);
+    fprintf(stderr, "%s: weights %.2f GB, KV cache %.2f GB (%d tokens), workspace %.2f GB on the "
+                    "device; %.2f GB of weights in host memory\n",
+            wick_session_device(*session), mem.weights / 1e9, mem.kv_cache / 1e9,
+            wick_session_n_ctx(*session), mem.workspace / 1e9, mem.weights_host / 1e9);
+  }
   return 0;
 }
 

@@ -381,8 +381,9 @@ int cmd_bench(int argc, char **argv) {
     x->params = n_params(r.f);
     x->tok_bytes = bytes_per_token(&r.m);
     if (r.be->memory) {
-      uint64_t w, ws;
-      r.be->memory(r.be, &w, &x->kv_bytes, &ws);
+      wk_backend_mem mem;
+      r.be->memory(r.be, &mem);
+      x->kv_bytes = mem.kv;
     }
     st = measure(&r, &o, x, &e);
   }

@@ -5,9 +5,10 @@
 // and 256. FLOPs = 4 * n_heads * head_dim * (keys summed over the queries).
 //   bench_attn [tokens]      (default 4096)
 //   bench_attn decode        one new token over 4096 and 16384 keys (32/8 heads,
-//                            head dim 128): the group kernel (merging in-kernel or
-//                            with the combine launch) and the warp kernel by split
-//                            count; GB/s of K + V
+//                            head dim 128): the warp-tile decode kernel (merging
+//                            in-kernel or with the combine launch), the session-3
+//                            block-tile kernel and the warp kernel by split count;
+//                            GB/s of K + V
 // Lines starting "RESULT" are for scripts; the rest is a readable table.
 #include <stdint.h>
 #include <stdio.h>
@@ -45,19 +46,29 @@ static double run(const char *what, int nh, int nkv, int hd, int n_ctx, int n_ne
   return tf;
 }
 
-// Decode: one token, n_ctx keys; prints microseconds and K + V GB/s.
+// Decode: one token, n_ctx keys; prints microseconds and K + V GB/s by
+// kernel and split count, then each kernel's best split count.
 static void decode(void) {
-  static const int ctxs[] = {4096, 16384}, splits[] = {8, 16, 32, 64};
-  static const int kern[] = {0, 3, 2};
-  static const char *kname[] = {"group", "group+combine", "warp"};
-  for (int c = 0; c < 2; c++)
-    for (int k = 0; k < 3; k++)
-      for (int s = 0; s < 4; s++) {
+  enum { NC = 2, NK = 7, NS = 5 };
+  static const int ctxs[NC] = {4096, 16384}, splits[NS] = {4, 8, 16, 32, 64};
+  // group2: the warp-tile decode kernel (the default: 8 warps, 3 stages),
+  // merging its splits itself or (+combine) with the combine launch; group1:
+  // the block-tile kernel of session 3 (variant 1); warp: the warp-per-key
+  // kernel; group2-NwSs: the warp-tile kernel with N warps a block and S
+  // stages a warp (variants 2-4).
+  static const int kern[NK] = {0, 3, 0, 2, 0, 0, 0}, var[NK] = {-1, -1, 1, -1, 2, 3, 4};
+  static const char *kname[NK] = {"group2",         "group2+combine", "group1",     "warp",
+                                  "group2-4w3s",    "group2-4w6s",    "group2-16w2s"};
+  for (int c = 0; c < NC; c++) {
+    double best[NK] = {0};
+    int best_s[NK] = {0};
+    for (int k = 0; k < NK; k++)
+      for (int s = 0; s < NS; s++) {
         int n_ctx = ctxs[c], bs = 16, nb = n_ctx / bs;
         int32_t *blocks = malloc(sizeof(int32_t) * nb);
         for (int i = 0; i < nb; i++) blocks[i] = i;
         cuda_test_attn a = {32, 8, 128, n_ctx, 1, 0, bs, nb, splits[s], 0.088388f, 0.0f,
-                            blocks, 1, kern[k], -1};
+                            blocks, 1, kern[k], var[k]};
         wk_error err = {{0}};
         double us = 0;
         int st = cuda_bench_attention(&a, 20, &us, &err);
@@ -68,11 +79,17 @@ static void decode(void) {
           continue;
         }
         double gb = 2.0 * n_ctx * 8 * 128 * 2 / (us * 1e-6) / 1e9;
-        printf("decode %-13s ctx %5d splits %2d: %7.1f us %6.0f GB/s\n", kname[k], n_ctx, splits[s],
-               us, gb);
+        printf("decode %-14s ctx %5d splits %2d: %7.1f us %6.0f GB/s\n", kname[k], n_ctx,
+               splits[s], us, gb);
         printf("RESULT attn-decode %s ctx=%d splits=%d us=%.1f gbps=%.0f\n", kname[k], n_ctx,
                splits[s], us, gb);
+        if (!best_s[k] || us < best[k]) best[k] = us, best_s[k] = splits[s];
       }
+    for (int k = 0; k < NK; k++)
+      if (best_s[k])
+        printf("decode best %-14s ctx %5d: %7.1f us at %2d splits\n", kname[k], ctxs[c], best[k],
+               best_s[k]);
+  }
 }
 
 int main(int argc, char **argv) {

@@ -202,11 +202,13 @@ static int bench_model(const char *path, int n_prefill, int chunk, int n_decode)
     return 1;
   }
   double t_load = wk_now() - t0;
-  uint64_t wb, kb, sb, used = 0, total = 0;
-  b->memory(b, &wb, &kb, &sb);
+  uint64_t used = 0, total = 0;
+  wk_backend_mem mem;
+  b->memory(b, &mem);
   cuda_bench_mem_used(&used, &total);
-  printf("model %s: load+upload %.1f s; weights %.2f GB, KV %.2f GB (%d tokens), workspace %.2f GB; device memory in use %.2f GB (of %.0f)\n",
-         path, t_load, wb / 1e9, kb / 1e9, nb * bs, sb / 1e9, used / 1e9, total / 1e9);
+  double wb = (double)mem.weights, kb = (double)mem.kv, sb = (double)mem.workspace;
+  printf("model %s: load+upload %.1f s; weights %.2f GB (+%.2f GB in host memory), KV %.2f GB (%d tokens), workspace %.2f GB; device memory in use %.2f GB (of %.0f)\n",
+         path, t_load, wb / 1e9, mem.weights_host / 1e9, kb / 1e9, nb * bs, sb / 1e9, used / 1e9, total / 1e9);
   printf("RESULT memory %.3f %.3f %.3f %.3f\n", wb / 1e9, kb / 1e9, sb / 1e9, used / 1e9);
   int32_t *blocks = wk_malloc(sizeof(int32_t) * nb), *toks = wk_malloc(sizeof(int32_t) * chunk);
   for (int i = 0; i < nb; i++) blocks[i] = i;

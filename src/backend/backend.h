@@ -27,6 +27,13 @@ typedef struct wk_backend_params {
   wk_kv_config kv;
 } wk_backend_params;
 
+// Memory a prepared backend holds (bytes). weights: on the backend's device
+// (host memory for the CPU); weights_host: weights a device backend keeps in
+// pinned host memory instead (the CUDA backend's token embeddings).
+typedef struct wk_backend_mem {
+  uint64_t weights, weights_host, kv, workspace;
+} wk_backend_mem;
+
 // One sequence in a batch.
 typedef struct wk_seq {
   const int32_t *blocks;  // block table: KV block ids for positions 0.. of this sequence
@@ -68,8 +75,8 @@ struct wk_backend {
   // Copies whole KV blocks (prefix-cache copy-on-write): dst[i] <- src[i].
   int (*kv_copy_blocks)(wk_backend *b, const int32_t *src, const int32_t *dst, int n,
                         wk_error *err);
-  // Bytes of device/host memory taken (weights, KV, workspace) for reporting.
-  void (*memory)(wk_backend *b, uint64_t *weights, uint64_t *kv, uint64_t *workspace);
+  // Bytes of memory taken, for reporting (after prepare).
+  void (*memory)(wk_backend *b, wk_backend_mem *out);
   void (*destroy)(wk_backend *b);
 };
 

@@ -228,6 +228,12 @@ void wick_session_reset(wick_session *ws) { session_reset(ws->s); }
 int wick_session_n_ctx(const wick_session *ws) { return session_n_ctx(ws->s); }
 int wick_session_n_past(const wick_session *ws) { return session_n_past(ws->s); }
 const char *wick_session_device(const wick_session *ws) { return session_device(ws->s); }
+void wick_session_memory(const wick_session *ws, wick_memory *out) {
+  wk_backend_mem m;
+  session_memory(ws->s, &m);
+  *out = (wick_memory){.weights = m.weights, .weights_host = m.weights_host, .kv_cache = m.kv,
+                       .workspace = m.workspace};
+}
 
 wick_sample_params wick_sample_default_params(void) {
   return (wick_sample_params){.max_tokens = 128, .temperature = 0.8f, .top_k = 40,

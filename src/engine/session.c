@@ -114,6 +114,10 @@ void session_reset(wk_session *s) {
 int session_n_ctx(const wk_session *s) { return s->n_ctx; }
 int session_n_past(const wk_session *s) { return s->n_eval + (s->pending >= 0); }
 const char *session_device(const wk_session *s) { return s->be->name; }
+void session_memory(const wk_session *s, wk_backend_mem *out) {
+  *out = (wk_backend_mem){0};
+  if (s->be->memory) s->be->memory(s->be, out);
+}
 const session_stats *session_get_stats(const wk_session *s) { return &s->stats; }
 
 // Evaluates s->tokens[n_eval, n_eval + n) in one forward pass, asking for the

@@ -50,6 +50,7 @@ int session_n_ctx(const wk_session *s);
 // Tokens in the context, counting a generated token not yet evaluated.
 int session_n_past(const wk_session *s);
 const char *session_device(const wk_session *s);
+void session_memory(const wk_session *s, wk_backend_mem *out);  // zeros when not reported
 const session_stats *session_get_stats(const wk_session *s);
 
 typedef int (*session_text_fn)(void *user, const char *text, size_t len);

@@ -283,11 +283,10 @@ static int cpu_kv_copy_blocks(wk_backend *b, const int32_t *src, const int32_t *
   return WICK_OK;
 }
 
-static void cpu_memory(wk_backend *b, uint64_t *weights, uint64_t *kv, uint64_t *workspace) {
+static void cpu_memory(wk_backend *b, wk_backend_mem *out) {
   cpu_ctx *c = b->ctx;
-  if (weights) *weights = c->m ? model_weight_bytes(c->m) : 0;
-  if (kv) *kv = c->kv_bytes;
-  if (workspace) *workspace = c->ws_bytes;
+  *out = (wk_backend_mem){.weights = c->m ? model_weight_bytes(c->m) : 0, .kv = c->kv_bytes,
+                          .workspace = c->ws_bytes};
 }
 
 static void cpu_destroy(wk_backend *b) {

@@ -168,14 +168,20 @@ static int attention_warp(cu_ctx *c, const cu_attn_shape *a, const cu_meta *m, i
 }
 
 int cu_attention(cu_ctx *c, const cu_attn_shape *a, const cu_meta *m, int n, int seqs, float *q,
-                 const float *k, const float *v, __half *kc, __half *vc, float *out, int splits,
-                 float *part, wk_error *err) {
+                 const float *k, const float *v, __half *kc, __half *vc, float *out,
+                 __half *out_h, int splits, float *part, wk_error *err) {
   bool flash = n >= ATT_FLASH_MIN_TOKENS * seqs && cu_flash_supported(a->head_dim);
+  int st;
   if (!flash && n == seqs && !c->attn_warp && !c->attn_post_apart && cu_attn_decode_ok(a)) {
     cu_raw_kv raw = {k, v, kc, vc};
-    return cu_attention_split(c, a, m, n, q, kc, vc, out, splits, part, &raw, err);
+    st = cu_attention_split(c, a, m, n, q, kc, vc, out, splits, part, &raw, err);
+  } else if ((st = cu_qkv_post(c, a, m, n, q, k, v, kc, vc, err))) {
+    return st;
+  } else if (flash) {
+    return cu_flash_attention(c, a, m, n, q, kc, vc, out, out_h, -1, err);
+  } else {
+    st = cu_attention_split(c, a, m, n, q, kc, vc, out, splits, part, NULL, err);
   }
-  if (int st = cu_qkv_post(c, a, m, n, q, k, v, kc, vc, err)) return st;
-  if (flash) return cu_flash_attention(c, a, m, n, q, kc, vc, out, -1, err);
-  return cu_attention_split(c, a, m, n, q, kc, vc, out, splits, part, NULL, err);
+  if (st || !out_h) return st;
+  return cu_to_f16(c, out, out_h, (long)n * a->n_heads * a->head_dim, err);
 }

@@ -1,8 +1,12 @@
 // Decode attention over the paged KV cache, one block per (kv head, token,
 // key split) that serves every query head of the kv head's group, so each
-// K/V row is read from memory once a token. Keys go through shared memory
-// in tiles of AD_KT rows (cp.async, AD_STAGES deep: the next tiles load
-// while one is used), and a tile is three passes:
+// K/V row is read from memory once a token. Two kernels: the warp-tile
+// kernel (attn_decode_warps.cuh, the default where adw_fits: each warp owns
+// its keys, no block barrier in the key loop) and the block-tile kernel
+// below (session 3; the other shapes, and every shape with
+// cu_ctx.attn_variant 1). The block-tile kernel: keys go through shared
+// memory in tiles of AD_KT rows (cp.async, AD_STAGES deep: the next tiles
+// load while one is used), and a tile is three passes:
 //   scores   thread s < G * KT: head g = s / KT, key k = s % KT (a warp is 32
 //            keys of one head; K rows are padded by 16 bytes, so 16-byte
 //            loads of 32 different rows do not share banks; q is a
@@ -20,12 +24,13 @@
 // key's K and V, writes them to the cache and puts them into its tile (the
 // row's copy from the cache is skipped: it may predate the write).
 // Splits > 1 leave (max, sum, unnormalized acc) per query head in `part`, in
-// the warp kernel's layout. With a counter array (cnt, one per (token, kv
-// head), zero between launches) the last block of a (token, kv head) to
-// finish merges them itself and sets its counter back to zero (the partials
-// are fenced before the count; the merging block reads them from L2), so no
-// combine launch follows; without one k_attn_combine (attention.cu) does.
-#include "backend/cuda/internal.cuh"
+// the layout of attention.cu's warp-per-key kernel (both kernels). With a
+// counter array (cnt, one per (token, kv head), zero between launches) the
+// last block of a (token, kv head) to finish merges them itself and sets
+// its counter back to zero (the partials are fenced before the count; the
+// merging block reads them from L2), so no combine launch follows; without
+// one k_attn_combine (attention.cu) does (ad_merge_splits).
+#include "backend/cuda/attn_decode_warps.cuh"
 
 enum { AD_THREADS = 128, AD_KT = 32, AD_STAGES = 3 };
 
@@ -66,9 +71,8 @@ __global__ void __launch_bounds__(AD_THREADS)
   const int lane = tid & 31, warp = tid >> 5, nkv = a.n_kv_heads, bs = a.block_size;
   const int p = m.pos[t];
   const int32_t *bt = m.bt + m.bt_off[m.tseq[t]];
-  int lo = a.window > 0 && p - a.window + 1 > 0 ? p - a.window + 1 : 0;
-  int per = (p + 1 - lo + splits - 1) / splits;
-  const int k0 = lo + sp * per, k1 = min(p + 1, k0 + per);
+  const ad_range rg = ad_keys(a, p, splits, sp);
+  const int k0 = rg.k0, k1 = rg.k1;
   const int ntiles = k1 > k0 ? (k1 - k0 + AD_KT - 1) / AD_KT : 0;
   const bool own = raw.k && k0 <= p && p < k1;  // this block finishes the new key
 
@@ -89,35 +93,7 @@ __global__ void __launch_bounds__(AD_THREADS)
     if (i < ntiles) load(i);
     cp_commit();
   }
-  if (raw.k) pdl_wait();
-  const float *qg = q + ((size_t)t * a.n_heads + (size_t)kvh * G) * HD;
-  if (raw.k) {
-    rope_table(cs, a, p, tid, AD_THREADS);
-    __syncthreads();
-    for (int g = warp; g < G; g += AD_THREADS / 32) {
-      float *x = sq + g * HD;
-      for (int i = lane; i < HD; i += 32) x[i] = qg[g * HD + i];
-      int h = kvh * G + g;
-      head_post(x, a, a.bq ? a.bq + h * HD : NULL, a.q_norm, cs, lane);
-      for (int i = lane; i < HD; i += 32) x[i] *= a.scale;
-    }
-    if (own && warp == 0) {
-      const float *kr = raw.k + ((size_t)t * nkv + kvh) * HD;
-      for (int i = lane; i < HD; i += 32) kn[i] = kr[i];
-      head_post(kn, a, a.bk ? a.bk + kvh * HD : NULL, a.k_norm, cs, lane);
-    } else if (own && warp == 1) {
-      const float *vr = raw.v + ((size_t)t * nkv + kvh) * HD;
-      for (int i = lane; i < HD; i += 32) vn[i] = vr[i] + (a.bv ? a.bv[kvh * HD + i] : 0.0f);
-    }
-    __syncthreads();
-    if (own) {
-      size_t off = ((size_t)m.slot[t] * nkv + kvh) * HD;
-      for (int i = tid; i < HD; i += AD_THREADS)
-        raw.kc[off + i] = __float2half_rn(kn[i]), raw.vc[off + i] = __float2half_rn(vn[i]);
-    }
-  } else {
-    for (int i = tid; i < G * HD; i += AD_THREADS) sq[i] = qg[i] * a.scale;
-  }
+  ad_prologue<HD, AD_THREADS>(a, m, q, raw, t, kvh, G, p, own, cs, sq, kn, vn);
   for (int g = tid; g < G; g += AD_THREADS) sm[g] = -INFINITY, sl[g] = 0.0f;
   float4 acc[NO];
 #pragma unroll
@@ -214,71 +190,57 @@ __global__ void __launch_bounds__(AD_THREADS)
     }
   }
   if (splits == 1 || !cnt) return;
-  // The last block of this (token, kv head) merges the splits.
-  __shared__ unsigned last;
-  __threadfence();
-  __syncthreads();
-  if (tid == 0) last = atomicAdd(cnt + (size_t)t * nkv + kvh, 1u) == (unsigned)splits - 1;
-  __syncthreads();
-  if (!last) return;
-  __threadfence();
-  if (tid == 0) cnt[(size_t)t * nkv + kvh] = 0;
-  float *sw = (float *)ad_raw;  // [G][splits] weights of the splits (the stages are free)
-  const float *pb = part + ((size_t)t * a.n_heads + (size_t)kvh * G) * splits * PS;
-  for (int g = warp; g < G; g += AD_THREADS / 32) {
-    const float *ph = pb + (size_t)g * splits * PS + HD;
-    float mx = -INFINITY;
-    for (int s2 = lane; s2 < splits; s2 += 32) mx = fmaxf(mx, __ldcg(ph + (size_t)s2 * PS));
-    mx = warp_max(mx);
-    float l = 0.0f;
-    for (int s2 = lane; s2 < splits; s2 += 32) {
-      float2 ml = __ldcg((const float2 *)(ph + (size_t)s2 * PS));
-      float w = ml.y > 0.0f ? expf(ml.x - mx) : 0.0f;
-      sw[g * splits + s2] = w, l += ml.y * w;
-    }
-    l = warp_sum(l);
-    if (lane == 0) sl[g] = l;
-  }
-  __syncthreads();
-  for (int o = tid; o < G * HQ; o += AD_THREADS) {
-    int g = o / HQ, d4 = o % HQ;
-    const float *ph = pb + (size_t)g * splits * PS + 4 * d4;
-    const float *wg = sw + g * splits;
-    float4 r = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-#pragma unroll 16
-    for (int s2 = 0; s2 < splits; s2++) {
-      float w = wg[s2];
-      float4 u = __ldcg((const float4 *)(ph + (size_t)s2 * PS));
-      r.x = fmaf(w, u.x, r.x), r.y = fmaf(w, u.y, r.y), r.z = fmaf(w, u.z, r.z), r.w = fmaf(w, u.w, r.w);
-    }
-    float L = sl[g], inv = L > 0.0f ? 1.0f / L : 0.0f;
-    *(float4 *)(out + ((size_t)t * a.n_heads + kvh * G + g) * HD + 4 * d4) =
-        make_float4(r.x * inv, r.y * inv, r.z * inv, r.w * inv);
-  }
+  ad_merge_splits<HD, AD_THREADS>(a, t, kvh, G, splits, part, cnt, out, (float *)ad_raw, sl);
 }
 
+// A kernel to launch: its function, threads and shared memory (g heads a
+// group; GM: the most its instance serves). The block-tile kernel, and the
+// warp-tile kernel of configuration C (adw_cfg).
 template <int HD, int GM>
+struct ad_tile {
+  static auto kern() { return k_attn_decode<HD, GM>; }
+  static constexpr int THREADS = AD_THREADS, GMAX = GM;
+  static size_t bytes(int g) { return ad_smem<HD>::bytes(g); }
+};
+template <class C>
+struct ad_warps {
+  static auto kern() { return k_attn_decode_warps<C>; }
+  static constexpr int THREADS = C::THREADS, GMAX = C::gm;
+  static size_t bytes(int g) { return C::bytes(g); }
+};
+
+template <class K>
 static int ad_launch(cu_ctx *c, const cu_attn_shape *a, const cu_meta *m, int n, const float *q,
                      const __half *kc, const __half *vc, float *out, int splits, float *part,
                      const cu_raw_kv &raw, wk_error *err) {
-  auto kern = k_attn_decode<HD, GM>;
-  size_t smem = ad_smem<HD>::bytes(a->n_heads / a->n_kv_heads);
-  static unsigned opted;  // devices (bits) where the kernel may take ad_smem<HD>::bytes(GM)
+  auto kern = K::kern();
+  size_t smem = K::bytes(a->n_heads / a->n_kv_heads), smem_max = K::bytes(K::GMAX);
+  static unsigned opted;  // devices (bits) where the kernel may take smem_max
   if (smem > 48 * 1024) {
     int dev = 0;
     CK(cudaGetDevice(&dev));
     if (dev >= 32 || !(opted >> dev & 1u)) {
-      CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                              (int)ad_smem<HD>::bytes(GM)));
+      CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem_max));
       if (dev < 32) opted |= 1u << dev;
     }
   }
   unsigned *cnt = cu_attn_decode_merges(c, a, n) ? c->attn_cnt : NULL;
-  CK(cu_launch(c->pdl, c->st, dim3(a->n_kv_heads, n, splits), dim3(AD_THREADS), smem, kern, *a,
+  CK(cu_launch(c->pdl, c->st, dim3(a->n_kv_heads, n, splits), dim3(K::THREADS), smem, kern, *a,
                *m, q, kc, vc, out, splits, part, cnt, raw));
   CK_LAUNCH();
   return WICK_OK;
 }
+
+// The warp-tile kernel for head dim HD where adw_fits, else the block-tile
+// kernel (GM: the group bound of the instance).
+template <int HD, int GM, bool WT = adw_fits(HD, GM)>
+struct ad_pick {
+  using K = ad_tile<HD, GM>;
+};
+template <int HD, int GM>
+struct ad_pick<HD, GM, true> {
+  using K = ad_warps<adw_cfg<HD, GM>>;
+};
 
 bool cu_attn_decode_ok(const cu_attn_shape *a) {
   int hd = a->head_dim;
@@ -298,17 +260,33 @@ int cu_attn_decode(cu_ctx *c, const cu_attn_shape *a, const cu_meta *m, int n, c
   if (!cu_attn_decode_ok(a))
     return cu_fail(err, WICK_ERR_UNSUPPORTED, "cuda: decode attention for head_dim %d, %d/%d heads",
                    a->head_dim, a->n_heads, a->n_kv_heads);
-  int g = a->n_heads / a->n_kv_heads;
-#define AD_CASE(HD)                                                                     \
-  if (a->head_dim == HD) {                                                              \
-    if (g <= 4) return ad_launch<HD, 4>(c, a, m, n, q, kc, vc, out, splits, part, r, err); \
-    if (g <= 8) return ad_launch<HD, 8>(c, a, m, n, q, kc, vc, out, splits, part, r, err); \
-    return ad_launch<HD, 16>(c, a, m, n, q, kc, vc, out, splits, part, r, err);            \
+  int g = a->n_heads / a->n_kv_heads, v = c->attn_variant;
+  // Tuning configurations of the warp-tile kernel (benchmarks), at head dim
+  // 128 and groups up to 4: 2, 4 warps x 3 stages; 3, 4 warps x 6 stages;
+  // 4, 16 warps x 2 stages.
+#define AD_ARGS c, a, m, n, q, kc, vc, out, splits, part, r, err
+  if (v >= 2 && a->head_dim == 128 && g <= 4) {
+    if (v == 2) return ad_launch<ad_warps<adw_cfg<128, 4, 4, 3>>>(AD_ARGS);
+    if (v == 3) return ad_launch<ad_warps<adw_cfg<128, 4, 4, 6>>>(AD_ARGS);
+    if (v == 4) return ad_launch<ad_warps<adw_cfg<128, 4, 16, 2>>>(AD_ARGS);
+  }
+#define AD_GM(HD, GM)                                                         \
+  if (g <= GM) {                                                              \
+    if (v == 1) return ad_launch<ad_tile<HD, GM>>(AD_ARGS);                   \
+    return ad_launch<typename ad_pick<HD, GM>::K>(AD_ARGS);                   \
+  }
+#define AD_CASE(HD)        \
+  if (a->head_dim == HD) { \
+    AD_GM(HD, 4)           \
+    AD_GM(HD, 8)           \
+    AD_GM(HD, 16)          \
   }
   AD_CASE(64)
   AD_CASE(128)
   AD_CASE(192)
   AD_CASE(256)
 #undef AD_CASE
+#undef AD_GM
+#undef AD_ARGS
   return WICK_ERR_UNSUPPORTED;
 }

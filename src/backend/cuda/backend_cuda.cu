@@ -45,6 +45,8 @@ struct cu_state {
   const float *out_norm;
   uint8_t *arena;  // weights
   size_t arena_bytes;
+  void *embd_host;  // the token embeddings in pinned host memory (NULL: in the arena)
+  size_t embd_host_bytes;
   __half *kv;  // K of every layer, then V of every layer
   size_t kv_bytes, kv_layer_elems;
   uint8_t *ws;  // workspace
@@ -56,6 +58,7 @@ struct cu_state {
   size_t meta_ints, bt_cap;
   cu_meta meta;
   int qdim, kvdim, use_graphs;
+  int flash_h_off;  // WICK_CUDA_FLASH_H=0: attention writes f32, converted for the GEMM (comparison)
   int fold_norm;  // 1: RMSNorms folded into the following matrix-vector products (decode)
   int max_ctx;  // longest context of the batch being run
   int n_seqs;   // sequences of the batch being run that have new tokens
@@ -76,7 +79,26 @@ struct upload {
   bool bf16_keep;  // WICK_CUDA_BF16=keep: BF16 matrices stay BF16 (comparison)
 };
 
-static int up_matrix(upload *u, const wk_tensor *t, cu_weight *w) {
+// The token embeddings in pinned host memory that kernels read through its
+// device mapping: the lookup reads one row a token (a decode step reads
+// ~2-8 KB over the bus), so the table need not take device memory (0.29 GB
+// for the 8B shape at Q4_K, 1.05 GB at BF16). Only where the output
+// projection is not the same table.
+static int up_host(upload *u, const wk_tensor *t, cu_weight *w) {
+  wk_error *err = u->err;
+  cu_state *s = u->s;
+  if (u->dry) return WICK_OK;
+  CK(cudaHostAlloc(&s->embd_host, t->nbytes, cudaHostAllocMapped));
+  s->embd_host_bytes = t->nbytes;
+  memcpy(s->embd_host, t->data, t->nbytes);
+  void *d = NULL;
+  CK(cudaHostGetDevicePointer(&d, s->embd_host, 0));
+  w->d = (const uint8_t *)d;
+  return WICK_OK;
+}
+
+// host: the matrix stays in host memory (up_host).
+static int up_matrix(upload *u, const wk_tensor *t, cu_weight *w, bool host = false) {
   memset(w, 0, sizeof *w);
   if (!t->data) return WICK_OK;
   if (!cu_type_supported(t->type))
@@ -91,6 +113,7 @@ static int up_matrix(upload *u, const wk_tensor *t, cu_weight *w) {
     return cu_fail(u->err, WICK_ERR_FORMAT, "cuda: tensor %s holds %llu bytes, expected %zu",
                    t->name, (unsigned long long)t->nbytes, rb * rows);
   w->type = t->type, w->rows = (int)rows, w->cols = (int)t->ne[0], w->row_bytes = rb;
+  if (host) return up_host(u, t, w);
   w->d = u->s->arena + u->off;
   if (!u->dry) {
     cudaError_t e = cudaMemcpy(u->s->arena + u->off, t->data, t->nbytes, cudaMemcpyHostToDevice);
@@ -184,9 +207,14 @@ static int upload_all(upload *u) {
   const wk_model *m = s->m;
   int st;
 #define UP(x) \
-  if ((st = (x)) != WICK_OK) return st
-  UP(up_matrix(u, &m->tok_embd, &s->tok_embd));
-  if (m->tied_output || !m->output.data || m->output.data == m->tok_embd.data)
+  do {                                    \
+    if ((st = (x)) != WICK_OK) return st; \
+  } while (0)
+  bool tied = m->tied_output || !m->output.data || m->output.data == m->tok_embd.data;
+  // WICK_CUDA_EMBD=device keeps an untied embedding table on the device.
+  const char *ee = getenv("WICK_CUDA_EMBD");
+  UP(up_matrix(u, &m->tok_embd, &s->tok_embd, !tied && !(ee && !strcmp(ee, "device"))));
+  if (tied)
     s->output = s->tok_embd;
   else
     UP(up_matrix(u, &m->output, &s->output));
@@ -277,11 +305,15 @@ static int cuda_prepare(wk_backend *b, const wk_model *m, const wk_backend_param
   s->c.mv_glu_off = fg && fg[0] == '0';
   // WICK_CUDA_ATTN=warp: decode attention on the warp-per-key kernel;
   // =nomerge: the group kernel with a combine launch; =postapart: the Q/K/V
-  // epilogue as its own launch in decode too (comparison).
+  // epilogue as its own launch in decode too; =group1: the session-3 decode
+  // kernel (block-wide tiles) instead of the warp-tile one (comparison).
   const char *ae = getenv("WICK_CUDA_ATTN");
   s->c.attn_warp = ae && !strcmp(ae, "warp");
   s->c.attn_merge_off = ae && !strcmp(ae, "nomerge");
   s->c.attn_post_apart = ae && !strcmp(ae, "postapart");
+  s->c.attn_variant = ae && !strcmp(ae, "group1");  // the session-3 decode kernel
+  const char *fh = getenv("WICK_CUDA_FLASH_H");
+  s->flash_h_off = fh && fh[0] == '0';
   CK(cudaDeviceGetAttribute(&s->sms, cudaDevAttrMultiProcessorCount, p->device));
   cu_attn_shape as = {};
   as.n_heads = m->n_heads, as.n_kv_heads = m->n_kv_heads, as.head_dim = m->head_dim;
@@ -451,7 +483,9 @@ static int run_layers(cu_state *s, int n, int nl, int splits, wk_error *err) {
   cu_ctx *c = &s->c;
   int st;
 #define RUN(x) \
-  if ((st = (x)) != WICK_OK) return st
+  do {                                    \
+    if ((st = (x)) != WICK_OK) return st; \
+  } while (0)
   // RMSNorms folded into the products that read them: decode sizes only (the
   // GEMM path reads a normalized copy), streamed kernel only (v4 measured
   // slower with the fold, docs/CUDA.md v7).
@@ -465,10 +499,13 @@ static int run_layers(cu_state *s, int n, int nl, int splits, wk_error *err) {
                        C->inv_freq, C->q_norm, C->k_norm, C->bq, C->bk, C->bv, m->norm_eps,
                        s->p.kv.block_size, m->attn_scale, m->attn_softcap, C->window};
     RUN(layer_qkv(s, C, n, fold, err));
-    RUN(cu_attention(c, &a, &s->meta, n, s->n_seqs, s->q, s->k, s->v, kc, vc, s->att, splits,
-                     s->part, err));
+    // The GEMM path: attention writes the o-projection's f16 activations.
+    bool gemm = n > c->mv_max_tokens && !s->flash_h_off;
+    RUN(cu_attention(c, &a, &s->meta, n, s->n_seqs, s->q, s->k, s->v, kc, vc, s->att,
+                     gemm ? c->xh : NULL, splits, s->part, err));
     float *o_dst = C->post_attn ? s->hb : s->x, o_beta = C->post_attn ? 0.0f : 1.0f;
-    RUN(cu_matmul(c, &C->wo, s->att, n, o_dst, o_beta, err));
+    RUN(gemm ? cu_matmul_xh(c, &C->wo, n, o_dst, o_beta, err)
+             : cu_matmul(c, &C->wo, s->att, n, o_dst, o_beta, err));
     if (C->post_attn)
       RUN(cu_rmsnorm(c, s->hb, NULL, C->post_attn, m->norm_eps, m->dim, n, s->x, true, err));
     RUN(layer_ffn(s, C, n, fold, err));
@@ -618,11 +655,10 @@ static int cuda_kv_copy(wk_backend *b, const int32_t *src, const int32_t *dst, i
   return WICK_OK;
 }
 
-static void cuda_memory(wk_backend *b, uint64_t *weights, uint64_t *kv, uint64_t *workspace) {
+static void cuda_memory(wk_backend *b, wk_backend_mem *out) {
   cu_state *s = (cu_state *)b->ctx;
-  if (weights) *weights = s->arena_bytes;
-  if (kv) *kv = s->kv_bytes;
-  if (workspace) *workspace = s->ws_bytes;
+  out->weights = s->arena_bytes, out->weights_host = s->embd_host_bytes;
+  out->kv = s->kv_bytes, out->workspace = s->ws_bytes;
 }
 
 static void cuda_destroy(wk_backend *b) {
@@ -636,6 +672,7 @@ static void cuda_destroy(wk_backend *b) {
     if (s->c.blas) cublasDestroy(s->c.blas);
     if (s->c.st) cudaStreamDestroy(s->c.st);
     cudaFree(s->arena);
+    if (s->embd_host) cudaFreeHost(s->embd_host);
     cudaFree(s->kv);
     cudaFree(s->ws);
     if (s->meta_h) cudaFreeHost(s->meta_h);

@@ -240,7 +240,9 @@ static int attn_run(dev_bufs &b, const cuda_test_attn *a, const cu_attn_shape *s
                     const float *dq, const __half *dk, const __half *dv, float *dout, float *dpart,
                     wk_error *err) {
   int n = (a->n_seqs > 0 ? a->n_seqs : 1) * a->n_new;
-  if (a->kernel == 1) return cu_flash_attention(&b.c, s, m, n, dq, dk, dv, dout, a->variant, err);
+  b.c.attn_variant = a->variant > 0 ? a->variant : 0;  // kernels 0 and 3: cu_ctx.attn_variant
+  if (a->kernel == 1)
+    return cu_flash_attention(&b.c, s, m, n, dq, dk, dv, dout, NULL, a->variant, err);
   b.c.attn_warp = a->kernel == 2;
   if (a->kernel == 0 && !b.c.attn_cnt) {  // the group kernel's in-kernel merge
     b.c.attn_cnt_n = (size_t)n * s->n_kv_heads;

@@ -162,7 +162,7 @@ extern "C" int cuda_test_attention_post(const cuda_test_attn_post *a, const floa
     b.c.pdl = 1;
     TRY(cu_embed(&b.c, &wk, m.tok, n, 1.0f, dk, err));
     TRY(cu_embed(&b.c, &wv, m.tok, n, 1.0f, dv, err));
-    return cu_attention(&b.c, &s, &m, n, ns, dq, dk, dv, dkc, dvc, dout, sp, dpart, err);
+    return cu_attention(&b.c, &s, &m, n, ns, dq, dk, dv, dkc, dvc, dout, NULL, sp, dpart, err);
   };
   if (!a->graph) {
     TRY(step());

@@ -73,7 +73,7 @@ template <int D, int NW, int MT, int BN, bool QREG, int MINB>
 __global__ void __launch_bounds__(NW * 32, MINB)
     k_flash_attn(cu_attn_shape a, cu_meta m, int n, const float *__restrict__ q,
                  const __half *__restrict__ kc, const __half *__restrict__ vc,
-                 float *__restrict__ out) {
+                 float *__restrict__ out, __half *__restrict__ out_h) {
   using C = flash_cfg<D, NW, MT, BN, QREG>;
   constexpr int NT = C::NT, BM = C::BM, LD = C::LD, CH = C::CH;
   constexpr int LPT = BN * CH / NT;  // 16-byte chunks a thread loads per K (or V) tile
@@ -304,22 +304,30 @@ __global__ void __launch_bounds__(NW * 32, MINB)
       int R = R0 + warp * 16 * MT + 16 * t + g + 8 * h;
       float l = quad_sum(lrow[t][h]), inv = l > 0.0f ? 1.0f / l : 0.0f;
       if (R >= rows) continue;
-      float *dst = out + ((size_t)(R / G) * a.n_heads + kvh * G + R % G) * D + 2 * c4;
+      size_t off = ((size_t)(R / G) * a.n_heads + kvh * G + R % G) * D + 2 * c4;
+      if (out_h) {  // the GEMM path's f16 activations (as k_to_f16 would round them)
 #pragma unroll
-      for (int i = 0; i < D / 8; i++)
-        *(float2 *)(dst + 8 * i) = make_float2(o[t][i][2 * h] * inv, o[t][i][2 * h + 1] * inv);
+        for (int i = 0; i < D / 8; i++)
+          *(__half2 *)(out_h + off + 8 * i) =
+              __floats2half2_rn(o[t][i][2 * h] * inv, o[t][i][2 * h + 1] * inv);
+      } else {
+#pragma unroll
+        for (int i = 0; i < D / 8; i++)
+          *(float2 *)(out + off + 8 * i) =
+              make_float2(o[t][i][2 * h] * inv, o[t][i][2 * h + 1] * inv);
+      }
     }
 }
 
 template <int D, int NW, int MT, int BN, bool QREG, int MINB>
 int flash_launch(cu_ctx *c, const cu_attn_shape *a, const cu_meta *m, int n, const float *q,
-                 const __half *kc, const __half *vc, float *out, wk_error *err) {
+                 const __half *kc, const __half *vc, float *out, __half *out_h, wk_error *err) {
   using C = flash_cfg<D, NW, MT, BN, QREG>;
   auto kern = k_flash_attn<D, NW, MT, BN, QREG, MINB>;
   CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)C::smem));
   int G = a->n_heads / a->n_kv_heads;
   dim3 grid(cu_div_up((long)n * G, C::BM), a->n_kv_heads);
-  kern<<<grid, C::NT, C::smem, c->st>>>(*a, *m, n, q, kc, vc, out);
+  kern<<<grid, C::NT, C::smem, c->st>>>(*a, *m, n, q, kc, vc, out, out_h);
   CK_LAUNCH();
   return WICK_OK;
 }
@@ -333,13 +341,14 @@ int flash_launch(cu_ctx *c, const cu_attn_shape *a, const cu_meta *m, int n, con
 // and 187 TFLOP/s for variants 0..5; v0 is as fast as v2 without its spills.
 int cu_flash_attention(cu_ctx *c, const cu_attn_shape *a, const cu_meta *m, int n,
                        const float *q, const __half *kc, const __half *vc, float *out,
-                       int variant, wk_error *err) {
+                       __half *out_h, int variant, wk_error *err) {
   if (a->n_heads % a->n_kv_heads)
     return cu_fail(err, WICK_ERR_UNSUPPORTED, "cuda: %d query heads not a multiple of %d kv heads",
                    a->n_heads, a->n_kv_heads);
   if (variant < 0) variant = 0;
 #define FA_(d, v, nw, mt, bn, qreg, minb) \
-  case d * 16 + v: return flash_launch<d, nw, mt, bn, qreg, minb>(c, a, m, n, q, kc, vc, out, err);
+  case d * 16 + v:                                                                       \
+    return flash_launch<d, nw, mt, bn, qreg, minb>(c, a, m, n, q, kc, vc, out, out_h, err);
   switch (a->head_dim * 16 + variant) {
     FA_(64, 0, 4, 1, 64, true, 1)
     FA_(64, 1, 4, 2, 64, true, 1)

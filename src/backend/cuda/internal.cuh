@@ -32,6 +32,9 @@ struct cu_ctx {
   size_t attn_cnt_n;      // (token, kv head) pairs they serve; NULL/0: a combine launch
   int attn_merge_off;     // 1: no counters (set before they are allocated)
   int attn_post_apart;    // 1: the Q/K/V epilogue always as its own launch (comparison)
+  int attn_variant;       // decode attention: 0 the warp-tile kernel where it serves the
+                          // shape; 1 the block-tile kernel of session 3 (comparison);
+                          // 2-4 warp-tile tuning configurations (attn_decode.cu)
 };
 // cu_ctx.mv_f32x: MV_INT8, x rounded to int8 per 32 values for the quantized
 // types (the streamed kernel for the types of mvs_cfg<T>::DEFAULT, else v5;
@@ -72,6 +75,8 @@ int cu_matvec_glu(cu_ctx *c, const cu_weight *wg, const cu_weight *wu, const flo
 // The GEMM path with the activations already in c->xh as f16 (n rows of
 // w->cols; n above c->mv_max_tokens).
 int cu_matmul_xh(cu_ctx *c, const cu_weight *w, int n, float *y, float beta, wk_error *err);
+// y = x rounded to f16 (n values).
+int cu_to_f16(cu_ctx *c, const float *x, __half *y, long n, wk_error *err);
 // Always the matrix-vector kernel (tests, benchmarks).
 int cu_matvec(cu_ctx *c, const cu_weight *w, const float *x, int n, float *y, float beta,
               wk_error *err);
@@ -161,25 +166,34 @@ int cu_qkv_post(cu_ctx *c, const cu_attn_shape *a, const cu_meta *m, int n, floa
 // kernel does the epilogue itself (unless c->attn_post_apart), else
 // cu_qkv_post runs first.
 enum { ATT_FLASH_MIN_TOKENS = 16 };
-// Key splits of the split attention (log2): blocks enough for ~4 an SM on
-// `sms` multiprocessors (a block is a (token, kv head) for the group
-// kernel, a (token, query head) for the warp kernel: blocks_per_token),
-// ATT_SPLIT_KEYS keys or more a split, a power of two (few graph shapes),
-// the partials within ATT_PART_PAIRS (token, query head, split) rows; 0
-// when the batch alone fills the GPU.
-enum { ATT_PART_PAIRS = 2048, ATT_SPLIT_KEYS = 64, ATT_SPLIT_LOG_MAX = 6 };
+// Key splits of the split attention (log2): blocks enough for
+// ATT_SPLIT_BLOCKS_SM an SM on `sms` multiprocessors (a block is a (token,
+// kv head) for the decode kernels, a (token, query head) for the warp
+// kernel: blocks_per_token; two 8-warp blocks of the warp-tile decode
+// kernel fit an SM at head dim 128), ATT_SPLIT_KEYS keys or more a split
+// (two 64-key tiles of that kernel), a power of two (few graph shapes), the
+// partials within ATT_PART_PAIRS (token, query head, split) rows; 0 when the
+// batch alone fills the GPU.
+enum {
+  ATT_PART_PAIRS = 2048,
+  ATT_SPLIT_KEYS = 128,
+  ATT_SPLIT_BLOCKS_SM = 2,
+  ATT_SPLIT_LOG_MAX = 6
+};
 static inline int cu_attn_splits_log2(int sms, int n, int n_heads, int blocks_per_token,
                                       int max_ctx) {
   int pairs = n * n_heads, lg = 0;
   long units = (long)n * blocks_per_token;
   while (lg < ATT_SPLIT_LOG_MAX && (pairs << (lg + 1)) <= ATT_PART_PAIRS &&
-         (ATT_SPLIT_KEYS << (lg + 1)) <= max_ctx && (units << lg) < 4L * sms)
+         (ATT_SPLIT_KEYS << (lg + 1)) <= max_ctx && (units << lg) < (long)ATT_SPLIT_BLOCKS_SM * sms)
     lg++;
   return lg;
 }
+// out_h: the result in f16 there instead (the GEMM path's activations; out
+// may be written too, as scratch).
 int cu_attention(cu_ctx *c, const cu_attn_shape *a, const cu_meta *m, int n, int seqs, float *q,
-                 const float *k, const float *v, __half *kc, __half *vc, float *out, int splits,
-                 float *part, wk_error *err);
+                 const float *k, const float *v, __half *kc, __half *vc, float *out,
+                 __half *out_h, int splits, float *part, wk_error *err);
 // The new tokens' K and V before the epilogue, for the decode kernel to
 // finish and write into the cache (kc, vc) itself.
 struct cu_raw_kv {
@@ -200,7 +214,9 @@ int cu_attention_split(cu_ctx *c, const cu_attn_shape *a, const cu_meta *m, int 
                        const cu_raw_kv *raw, wk_error *err);
 // The decode kernel of cu_attention_split where cu_attn_decode_ok: one block
 // per (kv head, token, key split) for the whole query-head group, K/V tiles
-// through shared memory (attn_decode.cu); same outputs and `part` layout.
+// through shared memory (attn_decode.cu: the warp-tile kernel where it
+// serves the shape, else and with c->attn_variant 1 the block-tile kernel);
+// same outputs and `part` layout.
 bool cu_attn_decode_ok(const cu_attn_shape *a);
 // Whether cu_attn_decode merges its splits itself (c->attn_cnt serves n
 // tokens), so no combine launch is needed.
@@ -211,10 +227,11 @@ int cu_attn_decode(cu_ctx *c, const cu_attn_shape *a, const cu_meta *m, int n, c
 // The tensor-core flash kernel (head dims 64, 128, 256): query tiles of
 // (token, query head) rows of one kv head, K/V tiles in shared memory.
 // variant: -1 the default configuration, else one from the tuning list in
-// flash_attn.cu (benchmarks).
+// flash_attn.cu (benchmarks). out_h non-NULL: the result goes there in f16
+// instead of out.
 int cu_flash_attention(cu_ctx *c, const cu_attn_shape *a, const cu_meta *m, int n,
                        const float *q, const __half *kc, const __half *vc, float *out,
-                       int variant, wk_error *err);
+                       __half *out_h, int variant, wk_error *err);
 bool cu_flash_supported(int head_dim);
 
 // g = act(g) * u over n values (0 SwiGLU, 1 GeGLU with tanh).

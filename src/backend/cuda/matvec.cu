@@ -308,9 +308,14 @@ int cu_matmul(cu_ctx *c, const cu_weight *w, const float *x, int n, float *y, fl
   // f16 activations (11-bit significands) for every type; BF16 weights are
   // converted to f16 as the quantized ones are, rather than running the GEMM
   // with bf16 activations (8-bit significands).
-  k_to_f16<<<cu_div_up(nx, 256), 256, 0, c->st>>>(x, c->xh, nx);
-  CK_LAUNCH();
+  if (int st = cu_to_f16(c, x, c->xh, nx, err)) return st;
   return cu_matmul_xh(c, w, n, y, beta, err);
+}
+
+int cu_to_f16(cu_ctx *c, const float *x, __half *y, long n, wk_error *err) {
+  k_to_f16<<<cu_div_up(n, 256), 256, 0, c->st>>>(x, y, n);
+  CK_LAUNCH();
+  return WICK_OK;
 }
 
 int cu_matmul_xh(cu_ctx *c, const cu_weight *w, int n, float *y, float beta, wk_error *err) {

@@ -1,0 +1,124 @@
+// What both decode attention kernels (attn_decode.cu) do the same way: the
+// key range of a split, the Q/K/V epilogue at the start, and the merge of
+// the splits by the last block of a (token, kv head) at the end.
+#ifndef WICK_BACKEND_CUDA_ATTN_DECODE_COMMON_CUH
+#define WICK_BACKEND_CUDA_ATTN_DECODE_COMMON_CUH
+
+#include "backend/cuda/internal.cuh"
+
+// Keys [k0, k1) of split sp of the token at position p (window applied).
+struct ad_range {
+  int k0, k1;
+};
+static __device__ __forceinline__ ad_range ad_keys(const cu_attn_shape &a, int p, int splits,
+                                                   int sp) {
+  int lo = a.window > 0 && p - a.window + 1 > 0 ? p - a.window + 1 : 0;
+  int per = (p + 1 - lo + splits - 1) / splits;
+  ad_range r;
+  r.k0 = lo + sp * per;
+  r.k1 = min(p + 1, r.k0 + per);
+  return r;
+}
+
+// The block's q (G heads of kv head kvh, token t) into sq[G][HD], scaled.
+// With raw K/V (one new token a sequence) this waits for the previous
+// kernel, finishes q (bias, norm, RoPE; a warp a head), and when the block
+// owns the new key (own) finishes its K into kn and V into vn (f32, HD
+// each) and writes them into the cache slot. cs: HD / 2 float2 of RoPE
+// angles. NT threads; ends with sq, kn and vn visible to the whole block.
+template <int HD, int NT>
+static __device__ __forceinline__ void ad_prologue(const cu_attn_shape &a, const cu_meta &m,
+                                                   const float *__restrict__ q,
+                                                   const cu_raw_kv &raw, int t, int kvh, int G,
+                                                   int p, bool own, float2 *cs, float *sq,
+                                                   float *kn, float *vn) {
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, nkv = a.n_kv_heads;
+  if (raw.k) pdl_wait();
+  const float *qg = q + ((size_t)t * a.n_heads + (size_t)kvh * G) * HD;
+  if (raw.k) {
+    rope_table(cs, a, p, tid, NT);
+    __syncthreads();
+    for (int g = warp; g < G; g += NT / 32) {
+      float *x = sq + g * HD;
+      for (int i = lane; i < HD; i += 32) x[i] = qg[g * HD + i];
+      int h = kvh * G + g;
+      head_post(x, a, a.bq ? a.bq + h * HD : NULL, a.q_norm, cs, lane);
+      for (int i = lane; i < HD; i += 32) x[i] *= a.scale;
+    }
+    if (own && warp == 0) {
+      const float *kr = raw.k + ((size_t)t * nkv + kvh) * HD;
+      for (int i = lane; i < HD; i += 32) kn[i] = kr[i];
+      head_post(kn, a, a.bk ? a.bk + kvh * HD : NULL, a.k_norm, cs, lane);
+    } else if (own && warp == 1) {
+      const float *vr = raw.v + ((size_t)t * nkv + kvh) * HD;
+      for (int i = lane; i < HD; i += 32) vn[i] = vr[i] + (a.bv ? a.bv[kvh * HD + i] : 0.0f);
+    }
+    __syncthreads();
+    if (own) {
+      size_t off = ((size_t)m.slot[t] * nkv + kvh) * HD;
+      for (int i = tid; i < HD; i += NT)
+        raw.kc[off + i] = __float2half_rn(kn[i]), raw.vc[off + i] = __float2half_rn(vn[i]);
+    }
+  } else {
+    for (int i = tid; i < G * HD; i += NT) sq[i] = qg[i] * a.scale;
+  }
+  __syncthreads();
+}
+
+// After every block of (token t, kv head kvh) has written its partial
+// results: with counters (cnt), the last block to count itself merges the
+// splits into out and sets the counter back to zero. sw: G * splits floats
+// of shared memory, sl: G floats (both free for this). NT threads; every
+// thread of the block calls it.
+template <int HD, int NT>
+static __device__ __forceinline__ void ad_merge_splits(const cu_attn_shape &a, int t, int kvh,
+                                                       int G, int splits,
+                                                       const float *__restrict__ part,
+                                                       unsigned *__restrict__ cnt,
+                                                       float *__restrict__ out, float *sw,
+                                                       float *sl) {
+  constexpr int HQ = HD / 4, PS = cu_part_stride(HD);
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, nkv = a.n_kv_heads;
+  __shared__ unsigned last;
+  __threadfence();
+  __syncthreads();
+  if (tid == 0) last = atomicAdd(cnt + (size_t)t * nkv + kvh, 1u) == (unsigned)splits - 1;
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  if (tid == 0) cnt[(size_t)t * nkv + kvh] = 0;
+  const float *pb = part + ((size_t)t * a.n_heads + (size_t)kvh * G) * splits * PS;
+  for (int g = warp; g < G; g += NT / 32) {
+    const float *ph = pb + (size_t)g * splits * PS + HD;
+    float mx = -INFINITY;
+    for (int s2 = lane; s2 < splits; s2 += 32) mx = fmaxf(mx, __ldcg(ph + (size_t)s2 * PS));
+    mx = warp_max(mx);
+    float l = 0.0f;
+    for (int s2 = lane; s2 < splits; s2 += 32) {
+      float2 ml = __ldcg((const float2 *)(ph + (size_t)s2 * PS));
+      float w = ml.y > 0.0f ? expf(ml.x - mx) : 0.0f;
+      sw[g * splits + s2] = w, l += ml.y * w;
+    }
+    l = warp_sum(l);
+    if (lane == 0) sl[g] = l;
+  }
+  __syncthreads();
+  for (int o = tid; o < G * HQ; o += NT) {
+    int g = o / HQ, d4 = o % HQ;
+    const float *ph = pb + (size_t)g * splits * PS + 4 * d4;
+    const float *wg = sw + g * splits;
+    float4 r = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll 16
+    for (int s2 = 0; s2 < splits; s2++) {
+      float w = wg[s2];
+      float4 u = __ldcg((const float4 *)(ph + (size_t)s2 * PS));
+      r.x = fmaf(w, u.x, r.x), r.y = fmaf(w, u.y, r.y);
+      r.z = fmaf(w, u.z, r.z), r.w = fmaf(w, u.w, r.w);
+    }
+    float L = sl[g], inv = L > 0.0f ? 1.0f / L : 0.0f;
+    *(float4 *)(out + ((size_t)t * a.n_heads + kvh * G + g) * HD + 4 * d4) =
+        make_float4(r.x * inv, r.y * inv, r.z * inv, r.w * inv);
+  }
+}
+
+#endif
