@@ -4,6 +4,7 @@
 //   bench_cuda ceil
 //   bench_cuda matvec COPY_GBPS
 //   bench_cuda sweep COPY_GBPS          (shapes of the streamed matrix-vector kernel)
+//   bench_cuda dequant COPY_GBPS        (the GEMM path's dequantization to f16)
 //   bench_cuda mvone TYPE [PATH]        (one plain launch per shape, for ncu; PATH as
 //                                        cuda_test_matmul's, default 0)
 //   bench_cuda model FILE [prefill_tokens [chunk [decode_steps]]]
@@ -105,6 +106,34 @@ static int bench_matvec(double copy_gbps) {
              100 * g1 / copy_gbps);
       printf("RESULT matvec %s %.1f %.1f %.1f %.1f\n", name, us[2 * c], g0, us[2 * c + 1], g1);
     }
+    fflush(stdout);
+    wk_free(w);
+  }
+  wk_pool_destroy(pool);
+  return 0;
+}
+
+// The GEMM path's dequantization of a whole matrix to f16 (what prefill
+// runs before each cuBLAS product of a quantized or FP8 matrix): bytes read
+// (the weights) plus written (2 a value) against the copy rate (read +
+// written), at both shapes.
+static int bench_dequant(double copy_gbps) {
+  static const int types[] = {WK_Q4_0, WK_Q8_0, WK_Q4_K, WK_Q5_K, WK_Q6_K, WK_FP8_E4M3};
+  static const cuda_mv_cfg cfg[] = {{5, 0, 0, 0, 0}};
+  const int64_t A = 4096, B = 14336;
+  wk_pool *pool = wk_pool_create((int)sysconf(_SC_NPROCESSORS_ONLN));
+  printf("%-10s %10s %8s %8s %6s   %10s %8s %8s %6s\n", "dequant", "4096x14336", "us", "GB/s",
+         "%bw", "14336x4096", "us", "GB/s", "%bw");
+  for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+    int t = types[i];
+    double bytes = (double)wk_row_size(t, B) * A + 2.0 * A * B, us[2];
+    uint8_t *w = make_weights(pool, t, A, B);
+    if (time_cfgs(t, w, cfg, 1, 50, us)) return 1;
+    double g0 = bytes / us[0] / 1e3, g1 = bytes / us[1] / 1e3;
+    printf("%-10s %7.1f MB %8.1f %8.0f %5.0f%%   %7.1f MB %8.1f %8.0f %5.0f%%\n",
+           wk_type_get(t)->name, bytes / 1e6, us[0], g0, 100 * g0 / copy_gbps, bytes / 1e6, us[1],
+           g1, 100 * g1 / copy_gbps);
+    printf("RESULT dequant %s %.1f %.1f %.1f %.1f\n", wk_type_get(t)->name, us[0], g0, us[1], g1);
     fflush(stdout);
     wk_free(w);
   }
@@ -300,11 +329,12 @@ int main(int argc, char **argv) {
   }
   if (argc >= 3 && !strcmp(argv[1], "matvec")) return bench_matvec(atof(argv[2]));
   if (argc >= 3 && !strcmp(argv[1], "sweep")) return bench_sweep(atof(argv[2]));
+  if (argc >= 3 && !strcmp(argv[1], "dequant")) return bench_dequant(atof(argv[2]));
   if (argc >= 3 && !strcmp(argv[1], "mvone"))
     return bench_mvone(argv[2], argc > 3 ? atoi(argv[3]) : 0);
   if (argc >= 3 && !strcmp(argv[1], "model"))
     return bench_model(argv[2], argc > 3 ? atoi(argv[3]) : 4096, argc > 4 ? atoi(argv[4]) : 1024,
                        argc > 5 ? atoi(argv[5]) : 128);
-  fprintf(stderr, "usage: bench_cuda ceil | matvec COPY_GBPS | model FILE [prefill [chunk [decode]]]\n");
+  fprintf(stderr, "usage: bench_cuda ceil | matvec COPY_GBPS | sweep COPY_GBPS | dequant COPY_GBPS | model FILE [prefill [chunk [decode]]]\n");
   return 2;
 }

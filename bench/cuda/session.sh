@@ -9,6 +9,7 @@
 #   ceil    copy bandwidth and cuBLAS bf16 rate
 #   matvec  matrix-vector table, % of the copy bandwidth (bench_cuda matvec)
 #   sweep   the streamed kernels' block shapes (bench_cuda sweep $SWEEP; SWEEP v6 or v8)
+#   dequant the GEMM path's dequantization to f16 (bench_cuda dequant)
 #   cpu     the CPU kernel tests on the device host's CPU (its AVX-512 level)
 #   model   Llama-3-8B shape, TYPES (default q4_k_m fp8_e4m3 bf16), `bench_cuda model FILE
 #           $ARGS` (default 4096 4096 64: a 4096-token prefill, decode at context 16 and
@@ -142,6 +143,10 @@ if has matvec; then
   say "== matrix-vector ($(since))"
   timeout 150 $B/bench_cuda matvec "$BW" > "$OUT/matvec.log" 2>&1
   grep -v RESULT "$OUT/matvec.log" | tee -a "$LOG"
+fi
+if has dequant; then
+  say "== dequantization to f16 ($(since))"
+  timeout 90 $B/bench_cuda dequant "$BW" 2>&1 | grep -v RESULT | tee -a "$LOG"
 fi
 if has sweep; then
   say "== sweep ($(since))"

@@ -67,33 +67,22 @@ __global__ void __launch_bounds__(AD_THREADS)
   // its row finished here) the first tiles are fetched before waiting for
   // them; otherwise everything waits.
   if (!raw.k) pdl_wait();
-  const int kvh = blockIdx.x, t = blockIdx.y, sp = blockIdx.z, tid = threadIdx.x;
-  const int lane = tid & 31, warp = tid >> 5, nkv = a.n_kv_heads, bs = a.block_size;
-  const int p = m.pos[t];
-  const int32_t *bt = m.bt + m.bt_off[m.tseq[t]];
-  const ad_range rg = ad_keys(a, p, splits, sp);
-  const int k0 = rg.k0, k1 = rg.k1;
+  const ad_blk B = ad_block(a, m, splits, raw.k != NULL);  // B.own: it finishes the new key
+  const int kvh = B.kvh, t = B.t, p = B.p, k0 = B.k0, k1 = B.k1;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int ntiles = k1 > k0 ? (k1 - k0 + AD_KT - 1) / AD_KT : 0;
-  const bool own = raw.k && k0 <= p && p < k1;  // this block finishes the new key
 
   // Tile i's K and V rows into stage i % AD_STAGES (zeros past k1).
   auto load = [&](int i) {
     __half *ks = kv + (size_t)(i % AD_STAGES) * 2 * AD_KT * ROW, *vs = ks + AD_KT * ROW;
-    int kb = k0 + i * AD_KT;
-    for (int c = tid; c < AD_KT * CPR; c += AD_THREADS) {
-      int r = c / CPR, e = (c % CPR) * 8, j = kb + r;
-      bool ok = j < k1 && !(own && j == p);
-      size_t off = ok ? ((size_t)bt[j / bs] * bs + j % bs) * nkv * HD + (size_t)kvh * HD + e : 0;
-      cp16(smem_addr(ks + r * ROW + e), kc + off, ok);
-      cp16(smem_addr(vs + r * ROW + e), vc + off, ok);
-    }
+    ad_copy_rows<HD, ROW>(ks, vs, k0 + i * AD_KT, AD_KT, B, a, kc, vc, tid, AD_THREADS);
   };
 #pragma unroll
   for (int i = 0; i < AD_STAGES - 1; i++) {
     if (i < ntiles) load(i);
     cp_commit();
   }
-  ad_prologue<HD, AD_THREADS>(a, m, q, raw, t, kvh, G, p, own, cs, sq, kn, vn);
+  ad_prologue<HD, AD_THREADS>(a, m, q, raw, t, kvh, G, p, B.own, cs, sq, kn, vn);
   for (int g = tid; g < G; g += AD_THREADS) sm[g] = -INFINITY, sl[g] = 0.0f;
   float4 acc[NO];
 #pragma unroll
@@ -106,7 +95,7 @@ __global__ void __launch_bounds__(AD_THREADS)
     __syncthreads();
     __half *ks = kv + (size_t)(it % AD_STAGES) * 2 * AD_KT * ROW, *vs = ks + AD_KT * ROW;
     const int nk = min(AD_KT, k1 - (k0 + it * AD_KT));
-    if (own && p - (k0 + it * AD_KT) < AD_KT) {  // the new key's row, finished above
+    if (B.own && p - (k0 + it * AD_KT) < AD_KT) {  // the new key's row, finished above
       int r = p - (k0 + it * AD_KT);
       for (int i = tid; i < HD; i += AD_THREADS) {
         ks[r * ROW + i] = __float2half_rn(kn[i]);
@@ -184,7 +173,7 @@ __global__ void __launch_bounds__(AD_THREADS)
       *(float4 *)(out + ((size_t)t * a.n_heads + h) * HD + 4 * d4) =
           make_float4(acc[i].x * inv, acc[i].y * inv, acc[i].z * inv, acc[i].w * inv);
     } else {
-      float *pp = part + (((size_t)t * a.n_heads + h) * splits + sp) * PS;
+      float *pp = part + (((size_t)t * a.n_heads + h) * splits + B.sp) * PS;
       *(float4 *)(pp + 4 * d4) = acc[i];
       if (d4 == 0) pp[HD] = sm[g], pp[HD + 1] = L;
     }

@@ -1,23 +1,60 @@
 // What both decode attention kernels (attn_decode.cu) do the same way: the
-// key range of a split, the Q/K/V epilogue at the start, and the merge of
-// the splits by the last block of a (token, kv head) at the end.
+// key range of a split, the copy of K/V rows into shared memory, the Q/K/V
+// epilogue at the start, and the merge of the splits by the last block of a
+// (token, kv head) at the end.
 #ifndef WICK_BACKEND_CUDA_ATTN_DECODE_COMMON_CUH
 #define WICK_BACKEND_CUDA_ATTN_DECODE_COMMON_CUH
 
 #include "backend/cuda/internal.cuh"
 
-// Keys [k0, k1) of split sp of the token at position p (window applied).
-struct ad_range {
-  int k0, k1;
+// What a block serves: kv head kvh (blockIdx.x) of token t (y), split sp
+// (z) of its keys, [k0, k1) of those up to its position p (window
+// applied); bt its sequence's block table; own: with raw K/V, the block's
+// split holds the new key, which it finishes.
+struct ad_blk {
+  int kvh, t, sp, p, k0, k1;
+  const int32_t *bt;
+  bool own;
 };
-static __device__ __forceinline__ ad_range ad_keys(const cu_attn_shape &a, int p, int splits,
-                                                   int sp) {
-  int lo = a.window > 0 && p - a.window + 1 > 0 ? p - a.window + 1 : 0;
-  int per = (p + 1 - lo + splits - 1) / splits;
-  ad_range r;
-  r.k0 = lo + sp * per;
-  r.k1 = min(p + 1, r.k0 + per);
-  return r;
+static __device__ __forceinline__ ad_blk ad_block(const cu_attn_shape &a, const cu_meta &m,
+                                                  int splits, bool raw) {
+  ad_blk b;
+  b.kvh = blockIdx.x, b.t = blockIdx.y, b.sp = blockIdx.z;
+  b.p = m.pos[b.t];
+  b.bt = m.bt + m.bt_off[m.tseq[b.t]];
+  int lo = a.window > 0 && b.p - a.window + 1 > 0 ? b.p - a.window + 1 : 0;
+  int per = (b.p + 1 - lo + splits - 1) / splits;
+  b.k0 = lo + b.sp * per;
+  b.k1 = min(b.p + 1, b.k0 + per);
+  b.own = raw && b.k0 <= b.p && b.p < b.k1;
+  return b;
+}
+
+// Keys kb .. kb + nr - 1 of the block's kv head into the K and V stages
+// ks, vs (rows of ROW halves) by cp.async, 16 bytes a copy, copy i, i + n,
+// ... by the caller's thread i of n; rows at or past k1, and the new key's
+// row when the block owns it (it is written into the stage later), are
+// zero-filled. A power-of-two block size (the usual) takes no division a
+// row.
+template <int HD, int ROW>
+static __device__ __forceinline__ void ad_copy_rows(__half *ks, __half *vs, int kb, int nr,
+                                                    const ad_blk &B, const cu_attn_shape &a,
+                                                    const __half *kc, const __half *vc, int i,
+                                                    int n) {
+  constexpr int CPR = HD / 8;  // copies a row
+  const int bs = a.block_size, bs_log = (bs & (bs - 1)) == 0 ? __ffs(bs) - 1 : -1;
+  const int k1 = B.k1, p = B.p, nkv = a.n_kv_heads, kvh = B.kvh;
+  const bool own = B.own;
+  const int32_t *bt = B.bt;
+#pragma unroll
+  for (int c = i; c < nr * CPR; c += n) {
+    int r = c / CPR, e = (c % CPR) * 8, j = kb + r;
+    bool ok = j < k1 && !(own && j == p);
+    int blk = bs_log >= 0 ? j >> bs_log : j / bs, in = bs_log >= 0 ? j & (bs - 1) : j % bs;
+    size_t off = ok ? ((size_t)bt[blk] * bs + in) * nkv * HD + (size_t)kvh * HD + e : 0;
+    cp16(smem_addr(ks + r * ROW + e), kc + off, ok);
+    cp16(smem_addr(vs + r * ROW + e), vc + off, ok);
+  }
 }
 
 // The block's q (G heads of kv head kvh, token t) into sq[G][HD], scaled.

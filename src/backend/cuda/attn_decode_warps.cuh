@@ -71,39 +71,24 @@ __global__ void __launch_bounds__(C::THREADS, C::MIN_BLOCKS)
   // Early fetch as in the block-tile kernel: with raw K/V every row but the new
   // key's was written before this forward call.
   if (!raw.k) pdl_wait();
-  const int kvh = blockIdx.x, t = blockIdx.y, sp = blockIdx.z, tid = threadIdx.x;
-  const int lane = tid & 31, warp = tid >> 5, nkv = a.n_kv_heads, bs = a.block_size;
-  const int p = m.pos[t];
-  const int32_t *bt = m.bt + m.bt_off[m.tseq[t]];
-  const ad_range rg = ad_keys(a, p, splits, sp);
-  const int k0 = rg.k0, k1 = rg.k1;
+  const ad_blk B = ad_block(a, m, splits, raw.k != NULL);  // B.own: it finishes the new key
+  const int kvh = B.kvh, t = B.t, p = B.p, k0 = B.k0, k1 = B.k1;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int ntiles = k1 > k0 ? (k1 - k0 + KT - 1) / KT : 0;
-  const bool own = raw.k && k0 <= p && p < k1;  // this block finishes the new key
   __half *wkv = kv + (size_t)warp * C::WARP;
-  const bool bs_pow2 = (bs & (bs - 1)) == 0;  // the usual block size: no division a row
-  const int bs_log = __ffs(bs) - 1;
 
   // The warp's rows of tile i into its stage i % NS (zeros past k1 and for
   // the new key's row, which is filled in below).
   auto load = [&](int i) {
     __half *ks = wkv + (i % NS) * 2 * ADW_KW * ROW, *vs = ks + ADW_KW * ROW;
-    const int kb = k0 + i * KT + warp * ADW_KW;
-#pragma unroll
-    for (int c = lane; c < ADW_KW * CPR; c += 32) {
-      int r = c / CPR, e = (c % CPR) * 8, j = kb + r;
-      bool ok = j < k1 && !(own && j == p);
-      int blk = bs_pow2 ? j >> bs_log : j / bs, in = bs_pow2 ? j & (bs - 1) : j % bs;
-      size_t off = ok ? ((size_t)bt[blk] * bs + in) * nkv * HD + (size_t)kvh * HD + e : 0;
-      cp16(smem_addr(ks + r * ROW + e), kc + off, ok);
-      cp16(smem_addr(vs + r * ROW + e), vc + off, ok);
-    }
+    ad_copy_rows<HD, ROW>(ks, vs, k0 + i * KT + warp * ADW_KW, ADW_KW, B, a, kc, vc, lane, 32);
   };
 #pragma unroll
   for (int i = 0; i < NS - 1; i++) {
     if (i < ntiles) load(i);
     cp_commit();
   }
-  ad_prologue<HD, NT>(a, m, q, raw, t, kvh, G, p, own, cs, sq, kn, vn);
+  ad_prologue<HD, NT>(a, m, q, raw, t, kvh, G, p, B.own, cs, sq, kn, vn);
 
   const int key = lane & 7, slice = lane >> 3;
   float mx[GM], l[GM];
@@ -123,7 +108,7 @@ __global__ void __launch_bounds__(C::THREADS, C::MIN_BLOCKS)
     const int kb = k0 + it * KT + warp * ADW_KW, nk = min(ADW_KW, k1 - kb);
     if (nk <= 0) break;  // this warp's rows are past k1 from here on
     __half *ks = wkv + (it % NS) * 2 * ADW_KW * ROW, *vs = ks + ADW_KW * ROW;
-    if (own && p >= kb && p - kb < ADW_KW) {  // the new key's row, finished in the prologue
+    if (B.own && p >= kb && p - kb < ADW_KW) {  // the new key's row, finished in the prologue
       const int r = p - kb;
       for (int i = lane; i < HD; i += 32) {
         ks[r * ROW + i] = __float2half_rn(kn[i]);
@@ -246,7 +231,7 @@ __global__ void __launch_bounds__(C::THREADS, C::MIN_BLOCKS)
       *(float4 *)(out + ((size_t)t * a.n_heads + h) * HD + 4 * d4) =
           make_float4(r.x * inv, r.y * inv, r.z * inv, r.w * inv);
     } else {
-      float *pp = part + (((size_t)t * a.n_heads + h) * splits + sp) * PS;
+      float *pp = part + (((size_t)t * a.n_heads + h) * splits + B.sp) * PS;
       *(float4 *)(pp + 4 * d4) = r;
       if (d4 == 0) pp[HD] = sm[g], pp[HD + 1] = L;
     }

@@ -442,8 +442,19 @@ extern "C" int cuda_bench_matvec(int type, const void *w, int rows, int cols, in
   float *dx, *dy;
   TRY(bench_setup(b, type, w, rows, cols, dw, &dx, &dy, err));
   size_t rb = wk_row_size(type, cols);
+  __half *dh = NULL;  // mode 5's f16 rows
   for (int c = 0; c < ncfg; c++) {
     us[c] = 0.0;
+    if (cfg[c].mode == 5) {
+      if (!dh) TRY(b.alloc(&dh, sizeof(__half) * rows * cols, err));
+      auto deq = [&](int i) {
+        cu_weight cw = {dw[i % dw.size()], type, rows, cols, rb};
+        return cu_dequant_f16(&b.c, &cw, 0, rows, dh, err);
+      };
+      TRY(deq(0));
+      TRY(time_graph(b, iters, deq, &us[c], err));
+      continue;
+    }
     int st = bench_one(b, type, dw[0], rb, rows, cols, dx, dy, cfg[c], err);  // attributes set
     if (st == WICK_ERR_UNSUPPORTED) continue;
     if (st) return st;

@@ -121,7 +121,8 @@ typedef struct cuda_mv_cfg {
                // int8 x for the quantized types; 3: streamed, f32 x; 4: the
                // register-streamed kernel (its types only; shape 0 the type's
                // (threads, rows a step, steps in flight), 1 (1024, 1, 1), 2
-               // (512, 2, 1), 3 (768, 1, 2); chunk and stages unused)
+               // (512, 2, 1), 3 (768, 1, 2); chunk and stages unused); 5: the
+               // GEMM path's dequantization of all of W to f16 (cu_dequant_f16)
   int pdl;     // 1: programmatic dependent launch between the timed launches
   int shape;   // streamed (threads, rows a warp): 0 the type's; 1 (256, 1), 2 (128, 4),
                // 3 (512, 2) for f16, q4_k, q6_k, q8_0, fp8_e4m3
