@@ -51,14 +51,15 @@ static double run(const char *what, int nh, int nkv, int hd, int n_ctx, int n_ne
 static void decode(void) {
   enum { NC = 2, NK = 7, NS = 5 };
   static const int ctxs[NC] = {4096, 16384}, splits[NS] = {4, 8, 16, 32, 64};
-  // group2: the warp-tile decode kernel (the default: 8 warps, 3 stages),
+  // group2: the warp-tile decode kernel (the default: 16 warps, 2 stages at
+  // this shape),
   // merging its splits itself or (+combine) with the combine launch; group1:
   // the block-tile kernel of session 3 (variant 1); warp: the warp-per-key
   // kernel; group2-NwSs: the warp-tile kernel with N warps a block and S
   // stages a warp (variants 2-4).
   static const int kern[NK] = {0, 3, 0, 2, 0, 0, 0}, var[NK] = {-1, -1, 1, -1, 2, 3, 4};
   static const char *kname[NK] = {"group2",         "group2+combine", "group1",     "warp",
-                                  "group2-4w3s",    "group2-4w6s",    "group2-16w2s"};
+                                  "group2-4w3s",    "group2-4w6s",    "group2-8w3s"};
   for (int c = 0; c < NC; c++) {
     double best[NK] = {0};
     int best_s[NK] = {0};

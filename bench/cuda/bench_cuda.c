@@ -116,24 +116,38 @@ static int bench_matvec(double copy_gbps) {
 // The GEMM path's dequantization of a whole matrix to f16 (what prefill
 // runs before each cuBLAS product of a quantized or FP8 matrix): bytes read
 // (the weights) plus written (2 a value) against the copy rate (read +
-// written), at both shapes.
+// written), at both shapes. The tiled kernel cu_dequant_f16 runs (first
+// row of a type), at its other (threads, groups a thread) shapes, staged
+// (raw blocks copied to shared memory first; the float types unstaged),
+// and the row kernel it replaced ("/rows": one thread a group).
 static int bench_dequant(double copy_gbps) {
-  static const int types[] = {WK_Q4_0, WK_Q8_0, WK_Q4_K, WK_Q5_K, WK_Q6_K, WK_FP8_E4M3};
-  static const cuda_mv_cfg cfg[] = {{5, 0, 0, 0, 0}};
+  static const int types[] = {WK_F32,  WK_BF16, WK_Q4_0, WK_Q4_1, WK_Q5_0,     WK_Q5_1,
+                              WK_Q8_0, WK_Q4_K, WK_Q5_K, WK_Q6_K, WK_FP8_E4M3, WK_FP8_E5M2};
+  static const cuda_mv_cfg cfg[] = {{5, 0, 0, 0, 0}, {5, 0, 1, 0, 0}, {5, 0, 2, 0, 0},
+                                    {5, 0, 3, 0, 0}, {5, 0, 4, 0, 0}, {5, 0, 5, 0, 0},
+                                    {6, 0, 0, 0, 0}};
+  static const char *cname[] = {"", "/256x1", "/128x4", "/64x8", "/staged256x1", "/staged128x2",
+                                "/rows"};
+  enum { NC = sizeof cfg / sizeof cfg[0] };
   const int64_t A = 4096, B = 14336;
   wk_pool *pool = wk_pool_create((int)sysconf(_SC_NPROCESSORS_ONLN));
-  printf("%-10s %10s %8s %8s %6s   %10s %8s %8s %6s\n", "dequant", "4096x14336", "us", "GB/s",
+  printf("%-16s %10s %8s %8s %6s   %10s %8s %8s %6s\n", "dequant", "4096x14336", "us", "GB/s",
          "%bw", "14336x4096", "us", "GB/s", "%bw");
   for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
     int t = types[i];
-    double bytes = (double)wk_row_size(t, B) * A + 2.0 * A * B, us[2];
+    double bytes = (double)wk_row_size(t, B) * A + 2.0 * A * B, us[2 * NC];
     uint8_t *w = make_weights(pool, t, A, B);
-    if (time_cfgs(t, w, cfg, 1, 50, us)) return 1;
-    double g0 = bytes / us[0] / 1e3, g1 = bytes / us[1] / 1e3;
-    printf("%-10s %7.1f MB %8.1f %8.0f %5.0f%%   %7.1f MB %8.1f %8.0f %5.0f%%\n",
-           wk_type_get(t)->name, bytes / 1e6, us[0], g0, 100 * g0 / copy_gbps, bytes / 1e6, us[1],
-           g1, 100 * g1 / copy_gbps);
-    printf("RESULT dequant %s %.1f %.1f %.1f %.1f\n", wk_type_get(t)->name, us[0], g0, us[1], g1);
+    if (time_cfgs(t, w, cfg, NC, 50, us)) return 1;
+    for (int c = 0; c < NC; c++) {
+      if (us[2 * c] <= 0 || us[2 * c + 1] <= 0) continue;
+      double g0 = bytes / us[2 * c] / 1e3, g1 = bytes / us[2 * c + 1] / 1e3;
+      char name[32];
+      snprintf(name, sizeof name, "%s%s", wk_type_get(t)->name, cname[c]);
+      printf("%-16s %7.1f MB %8.1f %8.0f %5.0f%%   %7.1f MB %8.1f %8.0f %5.0f%%\n", name,
+             bytes / 1e6, us[2 * c], g0, 100 * g0 / copy_gbps, bytes / 1e6, us[2 * c + 1], g1,
+             100 * g1 / copy_gbps);
+      printf("RESULT dequant %s %.1f %.1f %.1f %.1f\n", name, us[2 * c], g0, us[2 * c + 1], g1);
+    }
     fflush(stdout);
     wk_free(w);
   }

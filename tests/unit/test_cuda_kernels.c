@@ -307,6 +307,64 @@ static void test_embed(int type, int rows, int cols) {
   wk_free(w), wk_free(row), wk_free(out);
 }
 
+// The GEMM path's dequantization to f16 (rows [r0, r1) of a fresh random
+// matrix) at every shape of deq_f16.cuh against the reference dequantizer:
+// each value the f16 rounding of the reference's f32, except where the f32
+// itself may differ by the order of operations (fused multiply-add on the
+// device, scale products grouped otherwise): there either rounding of
+// ref -+ delta passes, delta = 2^-21 (|ref| + max |ref| of its 32-group).
+// The shapes must also agree with the row kernel bit for bit (what the
+// GEMM path computed before the tiled kernel).
+static void test_dequant(int type, int rows, int cols, int r0, int r1) {
+  const char *name = wk_type_get(type)->name;
+  size_t rb = wk_row_size(type, cols), n = (size_t)(r1 - r0) * cols;
+  uint8_t *w = wk_malloc(rb * rows);
+  float *row = wk_malloc(sizeof(float) * cols);
+  uint16_t *ref = wk_malloc(sizeof(uint16_t) * n), *lo = wk_malloc(sizeof(uint16_t) * n);
+  uint16_t *got = wk_malloc(sizeof(uint16_t) * n), *base = wk_malloc(sizeof(uint16_t) * n);
+  for (int r = 0; r < rows; r++) {
+    float sc = (float)(0.01 + 3.0 * urand());
+    for (int c = 0; c < cols; c++) row[c] = sc * nrand() + (urand() < 0.5 ? 0.0f : sc * 0.7f);
+    WK_ASSERT(wk_quantize_row(type, row, w + rb * r, cols) == WICK_OK);
+  }
+  for (int r = r0; r < r1; r++) {
+    WK_ASSERT(wk_dequantize_row(type, w + rb * r, row, cols) == WICK_OK);
+    for (int g = 0; g < cols; g += 32) {
+      float gmax = 0.0f;
+      for (int l = 0; l < 32; l++) gmax = fmaxf(gmax, fabsf(row[g + l]));
+      for (int l = 0; l < 32; l++) {
+        float v = row[g + l], d = ldexpf(fabsf(v) + gmax, -21);
+        size_t i = (size_t)(r - r0) * cols + g + l;
+        ref[i] = wk_f32_to_f16(v);
+        lo[i] = wk_f32_to_f16(v - d) == ref[i] ? wk_f32_to_f16(v + d) : wk_f32_to_f16(v - d);
+      }
+    }
+  }
+  wk_error err = {{0}};
+  for (int shape = -1; shape <= 5; shape++) {
+    uint16_t *out = shape < 0 ? base : got;
+    int st = cuda_test_dequant_f16(type, w, rows, cols, r0, r1, shape, out, &err);
+    CHECK(st == WICK_OK, "dequant %s shape %d: %s", name, shape, err.msg);
+    if (st != WICK_OK) continue;
+    size_t bad = 0, near = 0, diff = 0, first = n;
+    for (size_t i = 0; i < n; i++) {
+      if (out[i] != ref[i]) {
+        if (out[i] == lo[i]) near++;
+        else if (bad++ == 0) first = i;
+      }
+      if (shape >= 0 && out[i] != base[i]) diff++;
+    }
+    CHECK(bad == 0, "dequant %s %dx%d rows [%d, %d) shape %d: %zu of %zu values differ from the "
+          "reference (first at %zu: 0x%04x, expected 0x%04x)", name, rows, cols, r0, r1, shape,
+          bad, n, first, first < n ? out[first] : 0, first < n ? ref[first] : 0);
+    CHECK(near <= 4 + n / 500, "dequant %s shape %d: %zu of %zu values off by the order of "
+          "operations (expected about 1 in 10^4)", name, shape, near, n);
+    CHECK(diff == 0, "dequant %s %dx%d shape %d: %zu values differ from the row kernel's", name,
+          rows, cols, shape, diff);
+  }
+  wk_free(w), wk_free(row), wk_free(ref), wk_free(lo), wk_free(got), wk_free(base);
+}
+
 static float f16r(float v) { return wk_f16_to_f32(wk_f32_to_f16(v)); }
 
 // kernel 0: the split kernels (the group kernel where it serves the shape),
@@ -474,6 +532,17 @@ int main(void) {
     }
     test_norm_refused(t, 3);
     test_embed(t, 50, 512);
+    // Dequantization to f16: one tile partly filled, tiles off the row
+    // ends, first rows at 2 mod 4 (Q8_0 rows of 850 bytes, Q6_K of 630) and
+    // other offsets (FP8 rows of 924 and 792 bytes: 4 and 8 mod 16),
+    // several tiles of long rows, one row.
+    test_dequant(t, 3, 256, 0, 3);
+    test_dequant(t, 67, 768, 0, 67);
+    test_dequant(t, 45, fit_cols(t, 800), 3, 44);
+    test_dequant(t, 31, fit_cols(t, 768), 1, 30);
+    test_dequant(t, 23, fit_cols(t, 384), 1, 22);
+    test_dequant(t, 40, 14336, 5, 40);
+    test_dequant(t, 9, 4096, 4, 5);
   }
   test_attention(8, 2, 64, 300, 1, 0, 0.0f, 8, 0, 1, -1);
   test_attention(8, 2, 64, 300, 1, 0, 0.0f, 1, 0, 1, -1);

@@ -188,13 +188,13 @@ __global__ void __launch_bounds__(AD_THREADS)
 template <int HD, int GM>
 struct ad_tile {
   static auto kern() { return k_attn_decode<HD, GM>; }
-  static constexpr int THREADS = AD_THREADS, GMAX = GM;
+  static constexpr int THREADS = AD_THREADS, GMAX = GM, PER_SM = 4;  // 55 KB at head dim 128
   static size_t bytes(int g) { return ad_smem<HD>::bytes(g); }
 };
 template <class C>
 struct ad_warps {
   static auto kern() { return k_attn_decode_warps<C>; }
-  static constexpr int THREADS = C::THREADS, GMAX = C::gm;
+  static constexpr int THREADS = C::THREADS, GMAX = C::gm, PER_SM = C::PER_SM;
   static size_t bytes(int g) { return C::bytes(g); }
 };
 
@@ -230,6 +230,57 @@ template <int HD, int GM>
 struct ad_pick<HD, GM, true> {
   using K = ad_warps<adw_cfg<HD, GM>>;
 };
+// Head dim 128, groups up to 4 (Llama 3 8B): 16 warps and 2 stages, one
+// block an SM (bench_attn decode, 8B shape: 12.3 / 31.0-31.5 us at 4096 /
+// 16384 keys at 16 splits against 13.6-13.7 / 31.8-32.0 with 8 warps at
+// 32, session 5).
+template <>
+struct ad_pick<128, 4, true> {
+  using K = ad_warps<adw_cfg<128, 4, 16, 2>>;
+};
+template <class K>
+struct ad_kind {
+  using type = K;
+};
+
+// Calls f(ad_kind<K>()) with the kernel K that cu_attn_decode runs for c's
+// variant and a's shape (cu_attn_decode_ok); WICK_ERR_UNSUPPORTED if none.
+template <class F>
+static int ad_dispatch(const cu_ctx *c, const cu_attn_shape *a, F &&f) {
+  int g = a->n_heads / a->n_kv_heads, v = c->attn_variant;
+  // Tuning configurations of the warp-tile kernel (benchmarks), at head dim
+  // 128 and groups up to 4: 2, 4 warps x 3 stages; 3, 4 warps x 6 stages;
+  // 4, 8 warps x 3 stages (the default of the other shapes).
+  if (v >= 2 && a->head_dim == 128 && g <= 4) {
+    if (v == 2) return f(ad_kind<ad_warps<adw_cfg<128, 4, 4, 3>>>());
+    if (v == 3) return f(ad_kind<ad_warps<adw_cfg<128, 4, 4, 6>>>());
+    if (v == 4) return f(ad_kind<ad_warps<adw_cfg<128, 4, 8, 3>>>());
+  }
+#define AD_GM(HD, GM)                                         \
+  if (g <= GM) {                                              \
+    if (v == 1) return f(ad_kind<ad_tile<HD, GM>>());         \
+    return f(ad_kind<typename ad_pick<HD, GM>::K>());         \
+  }
+#define AD_CASE(HD)        \
+  if (a->head_dim == HD) { \
+    AD_GM(HD, 4)           \
+    AD_GM(HD, 8)           \
+    AD_GM(HD, 16)          \
+  }
+  AD_CASE(64)
+  AD_CASE(128)
+  AD_CASE(192)
+  AD_CASE(256)
+#undef AD_CASE
+#undef AD_GM
+  return WICK_ERR_UNSUPPORTED;
+}
+
+int cu_attn_decode_per_sm(const cu_ctx *c, const cu_attn_shape *a) {
+  if (!cu_attn_decode_ok(a)) return 4;
+  int per = ad_dispatch(c, a, [](auto k) { return (int)decltype(k)::type::PER_SM; });
+  return per > 0 ? per : 4;
+}
 
 bool cu_attn_decode_ok(const cu_attn_shape *a) {
   int hd = a->head_dim;
@@ -249,33 +300,7 @@ int cu_attn_decode(cu_ctx *c, const cu_attn_shape *a, const cu_meta *m, int n, c
   if (!cu_attn_decode_ok(a))
     return cu_fail(err, WICK_ERR_UNSUPPORTED, "cuda: decode attention for head_dim %d, %d/%d heads",
                    a->head_dim, a->n_heads, a->n_kv_heads);
-  int g = a->n_heads / a->n_kv_heads, v = c->attn_variant;
-  // Tuning configurations of the warp-tile kernel (benchmarks), at head dim
-  // 128 and groups up to 4: 2, 4 warps x 3 stages; 3, 4 warps x 6 stages;
-  // 4, 16 warps x 2 stages.
-#define AD_ARGS c, a, m, n, q, kc, vc, out, splits, part, r, err
-  if (v >= 2 && a->head_dim == 128 && g <= 4) {
-    if (v == 2) return ad_launch<ad_warps<adw_cfg<128, 4, 4, 3>>>(AD_ARGS);
-    if (v == 3) return ad_launch<ad_warps<adw_cfg<128, 4, 4, 6>>>(AD_ARGS);
-    if (v == 4) return ad_launch<ad_warps<adw_cfg<128, 4, 16, 2>>>(AD_ARGS);
-  }
-#define AD_GM(HD, GM)                                                         \
-  if (g <= GM) {                                                              \
-    if (v == 1) return ad_launch<ad_tile<HD, GM>>(AD_ARGS);                   \
-    return ad_launch<typename ad_pick<HD, GM>::K>(AD_ARGS);                   \
-  }
-#define AD_CASE(HD)        \
-  if (a->head_dim == HD) { \
-    AD_GM(HD, 4)           \
-    AD_GM(HD, 8)           \
-    AD_GM(HD, 16)          \
-  }
-  AD_CASE(64)
-  AD_CASE(128)
-  AD_CASE(192)
-  AD_CASE(256)
-#undef AD_CASE
-#undef AD_GM
-#undef AD_ARGS
-  return WICK_ERR_UNSUPPORTED;
+  return ad_dispatch(c, a, [&](auto k) {
+    return ad_launch<typename decltype(k)::type>(c, a, m, n, q, kc, vc, out, splits, part, r, err);
+  });
 }

@@ -37,6 +37,9 @@ struct adw_cfg {
   static constexpr int hd = HD, gm = GM, nw = NW, STAGES = NS, THREADS = NW * 32, KT = NW * ADW_KW;
   // Registers for two 256-thread blocks an SM where the accumulators are few.
   static constexpr int MIN_BLOCKS = GM * HD <= 512 ? 16 / NW : 1;
+  // Blocks an SM (the split rule's target, cu_attn_decode_per_sm): 16 warps'
+  // worth (shared memory holds two 8-warp blocks at head dim 128).
+  static constexpr int PER_SM = NW >= 16 ? 1 : 16 / NW;
   static constexpr int ROW = HD + 8;  // halves a K/V row (16 bytes of padding)
   static constexpr int WARP = NS * 2 * ADW_KW * ROW;  // halves of one warp's stages
   static constexpr size_t KV = (size_t)NW * WARP * sizeof(__half);

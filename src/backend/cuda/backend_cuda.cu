@@ -64,6 +64,7 @@ struct cu_state {
   int n_seqs;   // sequences of the batch being run that have new tokens
   int sms;      // multiprocessors of the device
   int attn_blocks_per_token;  // split attention's blocks a token and split (kv or query heads)
+  int attn_per_sm;            // and of those an SM (cu_attn_decode_per_sm)
   cudaGraphExec_t graphs[GRAPH_MAX_N + 1][GRAPH_MAX_N + 1][ATT_SPLIT_LOG_MAX + 1];
 };
 
@@ -83,17 +84,27 @@ struct upload {
 // device mapping: the lookup reads one row a token (a decode step reads
 // ~2-8 KB over the bus), so the table need not take device memory (0.29 GB
 // for the 8B shape at Q4_K, 1.05 GB at BF16). Only where the output
-// projection is not the same table.
-static int up_host(upload *u, const wk_tensor *t, cu_weight *w) {
-  wk_error *err = u->err;
+// projection is not the same table. The dry pass allocates it; where pinned
+// memory is refused the table goes to the device arena instead (*hosted
+// false).
+static int up_host(upload *u, const wk_tensor *t, cu_weight *w, bool *hosted) {
   cu_state *s = u->s;
-  if (u->dry) return WICK_OK;
-  CK(cudaHostAlloc(&s->embd_host, t->nbytes, cudaHostAllocMapped));
-  s->embd_host_bytes = t->nbytes;
-  memcpy(s->embd_host, t->data, t->nbytes);
-  void *d = NULL;
-  CK(cudaHostGetDevicePointer(&d, s->embd_host, 0));
-  w->d = (const uint8_t *)d;
+  wk_error *err = u->err;
+  *hosted = false;
+  if (u->dry) {
+    if (cudaHostAlloc(&s->embd_host, t->nbytes, cudaHostAllocMapped) != cudaSuccess) {
+      cudaGetLastError();
+      s->embd_host = NULL;
+      return WICK_OK;
+    }
+    s->embd_host_bytes = t->nbytes;
+  } else if (s->embd_host) {
+    void *d = NULL;
+    CK(cudaHostGetDevicePointer(&d, s->embd_host, 0));
+    memcpy(s->embd_host, t->data, t->nbytes);
+    w->d = (const uint8_t *)d;
+  }
+  *hosted = s->embd_host != NULL;
   return WICK_OK;
 }
 
@@ -113,7 +124,11 @@ static int up_matrix(upload *u, const wk_tensor *t, cu_weight *w, bool host = fa
     return cu_fail(u->err, WICK_ERR_FORMAT, "cuda: tensor %s holds %llu bytes, expected %zu",
                    t->name, (unsigned long long)t->nbytes, rb * rows);
   w->type = t->type, w->rows = (int)rows, w->cols = (int)t->ne[0], w->row_bytes = rb;
-  if (host) return up_host(u, t, w);
+  if (host) {
+    bool hosted;
+    if (int st = up_host(u, t, w, &hosted)) return st;
+    if (hosted) return WICK_OK;
+  }
   w->d = u->s->arena + u->off;
   if (!u->dry) {
     cudaError_t e = cudaMemcpy(u->s->arena + u->off, t->data, t->nbytes, cudaMemcpyHostToDevice);
@@ -317,8 +332,9 @@ static int cuda_prepare(wk_backend *b, const wk_model *m, const wk_backend_param
   CK(cudaDeviceGetAttribute(&s->sms, cudaDevAttrMultiProcessorCount, p->device));
   cu_attn_shape as = {};
   as.n_heads = m->n_heads, as.n_kv_heads = m->n_kv_heads, as.head_dim = m->head_dim;
-  s->attn_blocks_per_token =
-      !s->c.attn_warp && cu_attn_decode_ok(&as) ? m->n_kv_heads : m->n_heads;
+  bool group = !s->c.attn_warp && cu_attn_decode_ok(&as);
+  s->attn_blocks_per_token = group ? m->n_kv_heads : m->n_heads;
+  s->attn_per_sm = group ? cu_attn_decode_per_sm(&s->c, &as) : 4;
   s->layers = (cu_layer *)wk_calloc((size_t)m->n_layers, sizeof(cu_layer));
   if (!s->layers) return cu_fail(err, WICK_ERR_NOMEM, "cuda: out of host memory");
 
@@ -396,7 +412,8 @@ static int cuda_prepare(wk_backend *b, const wk_model *m, const wk_backend_param
 // ---------------------------------------------------------------- forward
 
 static int attn_splits_log2(const cu_state *s, int n, int max_ctx) {
-  return cu_attn_splits_log2(s->sms, n, s->m->n_heads, s->attn_blocks_per_token, max_ctx);
+  return cu_attn_splits_log2(s->sms, n, s->m->n_heads, s->attn_blocks_per_token, s->attn_per_sm,
+                             max_ctx);
 }
 
 // Several matrix-vector products of one x (decode sizes): one launch per run
@@ -670,6 +687,7 @@ static void cuda_destroy(wk_backend *b) {
         for (int k = 0; k <= ATT_SPLIT_LOG_MAX; k++)
           if (s->graphs[i][j][k]) cudaGraphExecDestroy(s->graphs[i][j][k]);
     if (s->c.blas) cublasDestroy(s->c.blas);
+    cudaFree(s->c.flag);
     if (s->c.st) cudaStreamDestroy(s->c.st);
     cudaFree(s->arena);
     if (s->embd_host) cudaFreeHost(s->embd_host);

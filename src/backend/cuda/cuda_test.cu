@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "backend/cuda/cuda_test.cuh"
+#include "backend/cuda/deq_f16.cuh"
 #include "backend/cuda/internal.cuh"
 #include "backend/cuda/matvec.cuh"
 #include "backend/cuda/mvr.cuh"
@@ -434,6 +435,49 @@ static int bench_one(dev_bufs &b, int type, const uint8_t *w, size_t rb, int row
   return WICK_OK;
 }
 
+// cu_dequant_f16 at a shape of deq_f16 (-1: the row kernel).
+static int dequant_shape(cu_ctx *c, const cu_weight *w, int r0, int r1, __half *out, int shape,
+                         wk_error *err) {
+  if (shape == 0) return cu_dequant_f16(c, w, r0, r1, out, err);
+  cudaError_t e = cudaErrorNotSupported;
+#define WK_CASE_(t)                                      \
+  case t:                                                \
+    e = deq_f16<t, true>(w, r0, r1, out, shape, c->st);  \
+    break;
+  switch (w->type) {
+    WK_CUDA_TYPES(WK_CASE_)
+    default: break;
+  }
+#undef WK_CASE_
+  CK(e);
+  return WICK_OK;
+}
+
+extern "C" int cuda_test_dequant_f16(int type, const void *w, int rows, int cols, int r0, int r1,
+                                     int shape, uint16_t *out, wk_error *err) {
+  if (!cu_type_supported(type) || cols % 32 || r0 < 0 || r0 > r1 || r1 > rows)
+    return cu_fail(err, WICK_ERR_INVALID, "test: type %d, rows [%d, %d) of %d x %d", type, r0, r1,
+                   rows, cols);
+  dev_bufs b;
+  TRY(b.init(err, false));
+  size_t rb = wk_row_size(type, cols), n = (size_t)(r1 - r0) * cols;
+  const uint8_t *dw;
+  __half *dh;
+  TRY(b.upload(&dw, (const uint8_t *)w, rb * rows, err));
+  TRY(b.alloc(&dh, sizeof(__half) * (n + 64), err));
+  CK(cudaMemset(dh, 0xff, sizeof(__half) * (n + 64)));  // NaN, and 64 guard values after
+  cu_weight cw = {dw, type, rows, cols, rb};
+  TRY(dequant_shape(&b.c, &cw, r0, r1, dh, shape, err));
+  CK(cudaStreamSynchronize(b.c.st));
+  std::vector<uint16_t> h(n + 64);
+  CK(cudaMemcpy(h.data(), dh, sizeof(__half) * (n + 64), cudaMemcpyDeviceToHost));
+  for (int i = 0; i < 64; i++)
+    if (h[n + i] != 0xffff)
+      return cu_fail(err, WICK_ERR_RANGE, "test: value %d after the output was written", i);
+  memcpy(out, h.data(), sizeof(uint16_t) * n);
+  return WICK_OK;
+}
+
 extern "C" int cuda_bench_matvec(int type, const void *w, int rows, int cols, int iters,
                                  const cuda_mv_cfg *cfg, int ncfg, double *us, wk_error *err) {
   dev_bufs b;
@@ -445,11 +489,12 @@ extern "C" int cuda_bench_matvec(int type, const void *w, int rows, int cols, in
   __half *dh = NULL;  // mode 5's f16 rows
   for (int c = 0; c < ncfg; c++) {
     us[c] = 0.0;
-    if (cfg[c].mode == 5) {
+    if (cfg[c].mode == 5 || cfg[c].mode == 6) {
       if (!dh) TRY(b.alloc(&dh, sizeof(__half) * rows * cols, err));
+      int shape = cfg[c].mode == 6 ? -1 : cfg[c].shape;
       auto deq = [&](int i) {
         cu_weight cw = {dw[i % dw.size()], type, rows, cols, rb};
-        return cu_dequant_f16(&b.c, &cw, 0, rows, dh, err);
+        return dequant_shape(&b.c, &cw, 0, rows, dh, shape, err);
       };
       TRY(deq(0));
       TRY(time_graph(b, iters, deq, &us[c], err));

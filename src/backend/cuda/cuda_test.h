@@ -52,6 +52,12 @@ int cuda_test_matvec_glu(int type, const void *wg, const void *wu, int rows, int
 // out (n x cols) = scale * row ids[i] of W.
 int cuda_test_embed(int type, const void *w, int rows, int cols, const int32_t *ids, int n,
                     float scale, float *out, wk_error *err);
+// out ((r1 - r0) x cols, f16 bits) = rows [r0, r1) of W dequantized to f16
+// by the GEMM path (cu_dequant_f16) at deq_f16.cuh's shape (0 the default
+// tiled kernel, 1 to 5 its other shapes, -1 the row kernel); the output and
+// 64 values after it poisoned first (WICK_ERR_RANGE if those are written).
+int cuda_test_dequant_f16(int type, const void *w, int rows, int cols, int r0, int r1, int shape,
+                          uint16_t *out, wk_error *err);
 
 // Attention of n_new query tokens at positions [n_ctx - n_new, n_ctx) of each
 // of n_seqs sequences (0 counts as 1), the tokens of sequence i at batch rows
@@ -122,10 +128,12 @@ typedef struct cuda_mv_cfg {
                // register-streamed kernel (its types only; shape 0 the type's
                // (threads, rows a step, steps in flight), 1 (1024, 1, 1), 2
                // (512, 2, 1), 3 (768, 1, 2); chunk and stages unused); 5: the
-               // GEMM path's dequantization of all of W to f16 (cu_dequant_f16)
+               // GEMM path's dequantization of all of W to f16 (cu_dequant_f16;
+               // shape 1 to 5 deq_f16.cuh's other tiled shapes); 6: the same
+               // by the row kernel it replaced (one thread a group)
   int pdl;     // 1: programmatic dependent launch between the timed launches
   int shape;   // streamed (threads, rows a warp): 0 the type's; 1 (256, 1), 2 (128, 4),
-               // 3 (512, 2) for f16, q4_k, q6_k, q8_0, fp8_e4m3
+               // 3 (512, 2) for f16, q4_k, q6_k, q8_0, fp8_e4m3; mode 5: see there
   int chunk;   // target bytes of a row's chunk; 0: the type's
   int stages;  // copy pipeline depth; 0: the type's
 } cuda_mv_cfg;

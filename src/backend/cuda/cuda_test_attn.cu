@@ -129,7 +129,8 @@ extern "C" int cuda_test_attention_post(const cuda_test_attn_post *a, const floa
   CK(cudaGetDevice(&dev));
   CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
   int sp = a->splits ? a->splits
-                     : 1 << cu_attn_splits_log2(sms, n, a->n_heads, a->n_kv, max_ctx);
+                     : 1 << cu_attn_splits_log2(sms, n, a->n_heads, a->n_kv,
+                                                cu_attn_decode_per_sm(&b.c, &s), max_ctx);
   *splits = sp;
   size_t part_n = (size_t)n * a->n_heads * sp * cu_part_stride(hd);
   float *dq, *dk, *dv, *dout, *dpart;

@@ -32,6 +32,7 @@ struct cu_ctx {
   size_t attn_cnt_n;      // (token, kv head) pairs they serve; NULL/0: a combine launch
   int attn_merge_off;     // 1: no counters (set before they are allocated)
   int attn_post_apart;    // 1: the Q/K/V epilogue always as its own launch (comparison)
+  int *flag;              // one device int for host-side checks (cu_bf16_to_f16); NULL until used
   int attn_variant;       // decode attention: 0 the warp-tile kernel where it serves the
                           // shape; 1 the block-tile kernel of session 3 (comparison);
                           // 2-4 warp-tile tuning configurations (attn_decode.cu)
@@ -166,26 +167,20 @@ int cu_qkv_post(cu_ctx *c, const cu_attn_shape *a, const cu_meta *m, int n, floa
 // kernel does the epilogue itself (unless c->attn_post_apart), else
 // cu_qkv_post runs first.
 enum { ATT_FLASH_MIN_TOKENS = 16 };
-// Key splits of the split attention (log2): blocks enough for
-// ATT_SPLIT_BLOCKS_SM an SM on `sms` multiprocessors (a block is a (token,
-// kv head) for the decode kernels, a (token, query head) for the warp
-// kernel: blocks_per_token; two 8-warp blocks of the warp-tile decode
-// kernel fit an SM at head dim 128), ATT_SPLIT_KEYS keys or more a split
-// (two 64-key tiles of that kernel), a power of two (few graph shapes), the
-// partials within ATT_PART_PAIRS (token, query head, split) rows; 0 when the
-// batch alone fills the GPU.
-enum {
-  ATT_PART_PAIRS = 2048,
-  ATT_SPLIT_KEYS = 128,
-  ATT_SPLIT_BLOCKS_SM = 2,
-  ATT_SPLIT_LOG_MAX = 6
-};
+// Key splits of the split attention (log2): the most for which the batch's
+// blocks (n * blocks_per_token a split: a (token, kv head) for the decode
+// kernels, a (token, query head) for the warp kernel) stay within one wave
+// of per_sm blocks an SM on `sms` multiprocessors (cu_attn_decode_per_sm),
+// ATT_SPLIT_KEYS keys or more a split, the partials within ATT_PART_PAIRS
+// (token, query head, split) rows; a power of two (few graph shapes); 0 when
+// the batch alone fills the GPU.
+enum { ATT_PART_PAIRS = 2048, ATT_SPLIT_KEYS = 128, ATT_SPLIT_LOG_MAX = 6 };
 static inline int cu_attn_splits_log2(int sms, int n, int n_heads, int blocks_per_token,
-                                      int max_ctx) {
+                                      int per_sm, int max_ctx) {
   int pairs = n * n_heads, lg = 0;
   long units = (long)n * blocks_per_token;
   while (lg < ATT_SPLIT_LOG_MAX && (pairs << (lg + 1)) <= ATT_PART_PAIRS &&
-         (ATT_SPLIT_KEYS << (lg + 1)) <= max_ctx && (units << lg) < (long)ATT_SPLIT_BLOCKS_SM * sms)
+         (ATT_SPLIT_KEYS << (lg + 1)) <= max_ctx && (units << (lg + 1)) <= (long)per_sm * sms)
     lg++;
   return lg;
 }
@@ -218,6 +213,9 @@ int cu_attention_split(cu_ctx *c, const cu_attn_shape *a, const cu_meta *m, int 
 // serves the shape, else and with c->attn_variant 1 the block-tile kernel);
 // same outputs and `part` layout.
 bool cu_attn_decode_ok(const cu_attn_shape *a);
+// Blocks an SM of the decode kernel that c and a select (the split rule's
+// target; 4 for the other split kernels).
+int cu_attn_decode_per_sm(const cu_ctx *c, const cu_attn_shape *a);
 // Whether cu_attn_decode merges its splits itself (c->attn_cnt serves n
 // tokens), so no combine launch is needed.
 bool cu_attn_decode_merges(const cu_ctx *c, const cu_attn_shape *a, int n);

@@ -1,6 +1,7 @@
 // Matrix-vector products (decode), embedding lookup and dequantization to f16
 // for every weight type, plus the GEMM path (dequantized f16 tiles through
 // cuBLAS on tensor cores) for batches of tokens.
+#include "backend/cuda/deq_f16.cuh"
 #include "backend/cuda/internal.cuh"
 #include "backend/cuda/matvec.cuh"
 #include "backend/cuda/mvr.cuh"
@@ -27,25 +28,6 @@ __global__ void k_embed(const uint8_t *__restrict__ W, size_t row_bytes, int row
   for (int l = 0; l < 32; l += 4)
     *(float4 *)(o + l) = make_float4(w[l] * scale, w[l + 1] * scale, w[l + 2] * scale,
                                      w[l + 3] * scale);
-}
-
-template <int T>
-__global__ void k_dequant_f16(const uint8_t *__restrict__ W, size_t row_bytes, int r0,
-                              int nrows, int cols, __half *__restrict__ out) {
-  long gi = (long)blockIdx.x * blockDim.x + threadIdx.x;
-  int ng = cols / 32;
-  if (gi >= (long)nrows * ng) return;
-  int r = (int)(gi / ng), g = (int)(gi % ng);
-  float w[32];
-  deq32<T>(W + (size_t)(r0 + r) * row_bytes, g, w);
-  uint4 *o = (uint4 *)(out + (size_t)r * cols + 32 * g);
-#pragma unroll
-  for (int i = 0; i < 4; i++) {
-    __half2 h[4];
-#pragma unroll
-    for (int k = 0; k < 4; k++) h[k] = __floats2half2_rn(w[8 * i + 2 * k], w[8 * i + 2 * k + 1]);
-    o[i] = *(uint4 *)h;
-  }
 }
 
 __global__ void k_to_f16(const float *__restrict__ x, __half *__restrict__ y, long n) {
@@ -273,18 +255,17 @@ int cu_embed(cu_ctx *c, const cu_weight *w, const int32_t *tok, int n, float sca
 }
 
 int cu_dequant_f16(cu_ctx *c, const cu_weight *w, int r0, int r1, __half *out, wk_error *err) {
-  long groups = (long)(r1 - r0) * (w->cols / 32);
-  int grid = cu_div_up(groups, 256);
-#define WK_CASE_(t)                                                                          \
-  case t:                                                                                    \
-    k_dequant_f16<t><<<grid, 256, 0, c->st>>>(w->d, w->row_bytes, r0, r1 - r0, w->cols, out); \
+  cudaError_t e = cudaSuccess;
+#define WK_CASE_(t)                                    \
+  case t:                                              \
+    e = deq_f16<t>(w, r0, r1, out, 0, c->st);          \
     break;
   switch (w->type) {
     WK_CUDA_TYPES(WK_CASE_)
     default: return type_error(w, err);
   }
 #undef WK_CASE_
-  CK_LAUNCH();
+  CK(e);
   return WICK_OK;
 }
 

@@ -174,16 +174,14 @@ __global__ void k_bf16_to_f16(uint16_t *p, size_t n) {
 
 int cu_bf16_to_f16(cu_ctx *c, void *d, size_t n, bool *done, wk_error *err) {
   *done = false;
-  int *big, hb = 0;
-  CK(cudaMalloc((void **)&big, sizeof(int)));
+  if (!c->flag) CK(cudaMalloc((void **)&c->flag, sizeof(int)));  // freed with the backend
+  int hb = 0;
   unsigned grid = (unsigned)((n + 255) / 256);
-  cudaError_t e = cudaMemsetAsync(big, 0, sizeof(int), c->st);
-  if (e == cudaSuccess) k_bf16_big<<<grid, 256, 0, c->st>>>((const uint16_t *)d, n, big);
-  if (e == cudaSuccess) e = cudaGetLastError();
-  if (e == cudaSuccess) e = cudaMemcpyAsync(&hb, big, sizeof(int), cudaMemcpyDeviceToHost, c->st);
-  if (e == cudaSuccess) e = cudaStreamSynchronize(c->st);
-  cudaFree(big);
-  CK(e);
+  CK(cudaMemsetAsync(c->flag, 0, sizeof(int), c->st));
+  k_bf16_big<<<grid, 256, 0, c->st>>>((const uint16_t *)d, n, c->flag);
+  CK_LAUNCH();
+  CK(cudaMemcpyAsync(&hb, c->flag, sizeof(int), cudaMemcpyDeviceToHost, c->st));
+  CK(cudaStreamSynchronize(c->st));
   if (hb) return WICK_OK;
   k_bf16_to_f16<<<grid, 256, 0, c->st>>>((uint16_t *)d, n);
   CK_LAUNCH();
