@@ -2,7 +2,9 @@
 # matvec.cuh's mv_round_x (4 lanes a group), every lane's loads (byte
 # addresses, aligned words, funnel shifts as written) and dot products, and
 # the warp's load/compute cursors over units and the register ring. Checked
-# against the gguf package's dequantizer within the int8 bound.
+# against the gguf package's dequantizer within the int8 bound; the wide
+# K-quant formats of mvr_w4.cuh too, with their shared-memory bank pattern
+# and planted mistakes that must fail.
 import struct, sys
 import numpy as np
 from gguf import GGMLQuantizationType as Q
@@ -161,6 +163,82 @@ class Q80:
         d = f32(half((w['r'][0] >> (w['sh'] - 16)) & 0xffff))
         return f32(d * x['dx'] * f32(a))
 
+# The wide K-quant formats (mvr_w4.cuh): 4 lanes a super-block, lane p
+# takes qs bytes [32p, 32p + 32) (Q5_K: all 32 qh bytes, bits 2p, 2p + 1),
+# halves in the order e = p / 2; x chunk i ^ (2f + e), f = b % 2. bug names
+# a planted mistake (the emulation must fail it).
+def dp4us(a, b, c):
+    return c + sum(((a >> (8*k)) & 255) * sb((b >> (8*k)) & 255) for k in range(4))
+
+class W4:
+    LPB, BLOCK = 4, 256
+    def __init__(self, qt, bug=None):
+        self.q5 = qt == Q.Q5_K; self.BYTES = 176 if self.q5 else 144; self.bug = bug
+    def load(self, m, blk, p):
+        e = 0 if self.bug == 'e_weights' else p >> 1
+        w = dict(h=ld16(m, blk))
+        qs = blk + (48 if self.q5 else 16) + 32*p
+        if self.q5: w['h0'] = ld16(m, blk + 16 + 16*e); w['h1'] = ld16(m, blk + 32 - 16*e)
+        w['q0'] = ld16(m, qs + 16*e); w['q1'] = ld16(m, qs + 16 - 16*e)
+        return w
+    def load_x(self, xq, xm, b, p, ok):
+        f = b & 1
+        r = 2*(0 if self.bug == 'bank' else f) + (p >> 1)
+        if self.bug == 'e_x': r = 2*f
+        base = 256*b + 64*p
+        addrs = [base + 16*(i ^ r) for i in range(4)]
+        xs = [ldx16(xq, a) for a in addrs]
+        if self.bug == 'bank': xs = [xs[i ^ r ^ (2*f + (p >> 1))] for i in range(4)]  # right values, wrong order of reads
+        ga, gb = xm[8*b + 2*p], xm[8*b + 2*p + 1]  # one 16-byte load
+        addrs.append(len(xq) + 8*(8*b + 2*p))
+        def gsum(y):
+            lo = i32((y << 16) & M32) >> 16; hi = i32(y) >> 16
+            return lo if self.bug == 'half_sum' else lo + hi
+        use_ok = ok or self.bug == 'past_end'
+        return dict(x=xs, f=f, mf=(0x0F0F0F0F << (4*f)) & M32 if self.bug != 'mask' else 0x0F0F0F0F,
+                    da=f32(u2f(ga[0])) if use_ok else f32(0), db=f32(u2f(gb[0])) if use_ok else f32(0),
+                    sa=gsum(ga[1]), sb=gsum(gb[1]), addrs=addrs)
+    def dot(self, w, x, p):
+        q = w['q0'] + w['q1']; xv = x['x'][0] + x['x'][1] + x['x'][2] + x['x'][3]; f = x['f']
+        ia = ib = 0
+        if not self.q5:
+            mf = x['mf']
+            for i in range(8):
+                ia = dp4us(q[i] & mf, xv[i], ia); ib = dp4us(q[i] & (~mf & M32), xv[8 + i], ib)
+            lo, hi = (ib, ia) if f else (ia, ib)
+            if self.bug == 'no_swap': lo, hi = ia, ib
+            hi = hi if self.bug == 'no_shift' else hi >> 4
+        else:
+            qh = w['h0'] + w['h1']
+            s, ha, hb = 4*f, 2*p + f, 2*p + 1 - f
+            if self.bug == 'qh_bit': hb = 2*p + f
+            for i in range(8):
+                va = ((q[i] >> s) & 0x0F0F0F0F) | (((qh[i] >> ha) & 0x01010101) << 4)
+                vb = ((q[i] >> (4 - s)) & 0x0F0F0F0F) | (((qh[i] >> hb) & 0x01010101) << 4)
+                ia = dp4(va, xv[i], ia); ib = dp4(vb, xv[8 + i], ib)
+            lo, hi = (ib, ia) if f else (ia, ib)
+            if self.bug == 'no_swap': lo, hi = ia, ib
+        return kq_sum(w['h'], p, lo, hi, dict(da=x['da'], db=x['db'], sa=x['sa'], sb=x['sb']))
+
+# Shared-memory banks of the wide formats' x reads: a 16-byte load runs in
+# four phases of 8 lanes; a phase is conflict-free when its lanes' 16-byte
+# quads (address / 16 mod 8) differ.
+def bank_check(F, xq, xm, bpr):
+    worst = 1
+    for s in range((bpr + 7) // 8):
+        ad = []
+        for lane in range(32):
+            sub, p = lane // 4, lane % 4
+            b = s*8 + sub
+            ad.append(F.load_x(xq, xm, min(b, bpr - 1), p, b < bpr)['addrs'])
+        for k in range(len(ad[0])):
+            for ph in range(4):
+                lanes = [l for l in range(8*ph, 8*ph + 8) if s*8 + l // 4 < bpr]
+                addrs = {ad[l][k] for l in lanes}
+                quads = [(a // 16) % 8 for a in addrs]
+                worst = max(worst, max(quads.count(v) for v in set(quads)))
+    return worst
+
 def row_product(F, m, row_start, bpr, xq, xm):
     BPS = 32 // F.LPB; steps = (bpr + BPS - 1) // BPS
     acc = [f32(0)] * 32
@@ -186,7 +264,7 @@ def random_kblocks(rng, qt, nblk, BY):
             qw[o + 2*j] = h & 255; qw[o + 2*j + 1] = h >> 8
     return qw
 
-def check(F, qt, cols, rows, base, rng, norm):
+def check(F, qt, cols, rows, base, rng, norm, xmean=0.0):
     bpr = cols // F.BLOCK; rb = bpr * F.BYTES
     if qt == Q.Q8_0:
         w = rng.standard_normal((rows, cols)).astype(np.float32)
@@ -196,7 +274,7 @@ def check(F, qt, cols, rows, base, rng, norm):
     deq = quants.dequantize(qw.reshape(rows, rb), qt).astype(np.float64)
     mem = bytearray(base) + qw.tobytes() + bytearray(16)
     m = Mem(mem, base & ~15, base + rows * rb + 16)  # allocations are 256-aligned; a view may start 2 mod 4
-    x = (rng.standard_normal(cols) * rng.uniform(0.2, 5)).astype(np.float32)
+    x = ((rng.standard_normal(cols) + xmean) * rng.uniform(0.2, 5)).astype(np.float32)
     nw = (0.3 + 1.4 * rng.random(cols)).astype(np.float32) if norm else None
     xq, xm, ss = round_x(x, nw)
     xr = x.astype(np.float64) * (nw if norm else 1)
@@ -264,4 +342,32 @@ if __name__ == '__main__':
                     ok = e <= 1.0
                     fails += not ok
                     print(f"{name} cols {cols:5d} base {base} norm {int(norm)}: error {e:.3f} of the int8 bound {'ok' if ok else 'FAIL'}")
+    for qt, name in ((Q.Q4_K, "q4_k"), (Q.Q5_K, "q5_k")):
+        F = W4(qt)
+        for cols in (256, 768, 1280, 2048, 2816, 4096):
+            for norm, xmean in ((False, 0.0), (True, 0.0), (False, 2.0)):
+                e = check(F, qt, cols, 3, 256, rng, norm, xmean)
+                ok = e <= 1.0
+                fails += not ok
+                print(f"{name} w4 cols {cols:5d} norm {int(norm)} x mean {xmean}: error {e:.3f} of the int8 bound {'ok' if ok else 'FAIL'}")
+        xq, xm, _ = round_x(rng.standard_normal(4096).astype(np.float32), None)
+        ways = bank_check(F, xq, xm, 16)
+        fails += ways != 1
+        print(f"{name} w4 x reads: {ways}-way bank conflicts {'ok' if ways == 1 else 'FAIL'}")
+    # Planted mistakes: each must fail (the error past the int8 bound, or a
+    # bank conflict for 'bank'); x with a mean of 2 standard deviations too,
+    # so that the mins' term (x's group sums) weighs.
+    for qt, name, bugs in ((Q.Q4_K, "q4_k", ('e_weights', 'e_x', 'no_swap', 'no_shift', 'mask',
+                                             'half_sum', 'past_end', 'bank')),
+                           (Q.Q5_K, "q5_k", ('e_weights', 'no_swap', 'qh_bit', 'half_sum', 'bank'))):
+        for bug in bugs:
+            F = W4(qt, bug)
+            if bug == 'bank':
+                xq, xm, _ = round_x(rng.standard_normal(4096).astype(np.float32), None)
+                caught = bank_check(F, xq, xm, 16) > 1 and check(F, qt, 768, 2, 256, rng, False) <= 1.0
+            else:
+                caught = max(check(F, qt, cols, 2, 256, rng, False, xm)
+                             for cols in (768, 2048) for xm in (0.0, 2.0)) > 1.0
+            fails += not caught
+            print(f"{name} w4 planted '{bug}': {'fails as it must' if caught else 'NOT CAUGHT'}")
     sys.exit(1 if fails else 0)

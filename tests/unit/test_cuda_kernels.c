@@ -26,7 +26,7 @@ static const int k_types[] = {WK_F32,  WK_F16,  WK_BF16, WK_Q4_0, WK_Q4_1,     W
                               WK_Q8_0, WK_Q4_K, WK_Q5_K, WK_Q6_K, WK_FP8_E4M3, WK_FP8_E5M2};
 
 // Types whose matrix-vector kernel rounds x to int8 per 32 values (paths 0,
-// 2, 4 and 6 to 8; paths 1 and 3 keep x in f32 or f16).
+// 2, 4, 6 to 8 and 10; paths 1 and 3 keep x in f32 or f16).
 static int int8_x(int type, int path) {
   if (path == 1 || path == 3) return 0;
   return type == WK_Q4_0 || type == WK_Q4_1 || type == WK_Q5_0 || type == WK_Q5_1 ||
@@ -529,6 +529,32 @@ int main(void) {
       test_matmul(t, 19, fit_cols(t, 800), 2, 9);
       test_matmul(t, 17000, 256, 1, 9);
       test_matmul(t, 6000, 256, 3, 9);
+    }
+    // Path 10: the wide K-quant formats (mvr_w4.cuh: 4 lanes a super-block,
+    // 8 super-blocks a step): rows off the step (1, 3, 5, 11 super-blocks:
+    // 256, 768, 1280, 2816 columns; lanes past the end count 0), whole steps
+    // (4096: 2, 2048: 1), 14336 (7 steps, 56 KB of x), one to several units
+    // a warp, 1 to 4 tokens, gate/up with both activations (odd steps a row
+    // too), the folded norm after a dependent launch.
+    if (t == WK_Q4_K || t == WK_Q5_K) {
+      test_matmul(t, 45, 768, 1, 10);
+      test_matmul(t, 37, 14336, 1, 10);
+      test_matmul(t, 29, 4096, 3, 10);
+      test_matmul(t, 33, 1280, 4, 10);
+      test_matmul(t, 41, 2816, 2, 10);
+      test_matmul(t, 23, 256, 1, 10);
+      test_matmul(t, 17000, 256, 1, 10);
+      test_matmul(t, 6000, 2048, 3, 10);
+      test_glu(t, 45, 512, 1, 0, 10);
+      test_glu(t, 37, 1280, 4, 1, 10);
+      test_glu(t, 9000, 256, 1, 0, 10);
+      test_glu(t, 43, 4096, 2, 1, 10);
+      test_glu(t, 29, 14336, 1, 0, 10);
+      test_matmul_v(t, 45, 2048, 1, 10, 1);
+      test_matmul_v(t, 19, 4096, 4, 10, 1);
+      test_matmul_v(t, 27, 2816, 2, 10, 1);
+      test_glu_v(t, 45, 1024, 1, 1, 10, 1);
+      test_glu_v(t, 21, 1280, 3, 0, 10, 1);
     }
     test_norm_refused(t, 3);
     test_embed(t, 50, 512);

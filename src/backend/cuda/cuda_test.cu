@@ -35,6 +35,30 @@ static cudaError_t test_mvr(const uint8_t *w, size_t rb, int rows, int cols, con
   return cudaErrorNotSupported;
 }
 
+// Path 10: the register-streamed kernel with the wide K-quant formats
+// (mvr_w4.cuh: 4 lanes a Q4_K / Q5_K super-block) over jobs js.
+template <int T, bool GLU, bool ALT = false>
+static cudaError_t test_mvr_w4(const mv_jobs &js, int cols, const float *x, int n, float beta,
+                               int act, bool pdl, cudaStream_t st) {
+  if constexpr (T == WK_Q4_K || T == WK_Q5_K) {
+    using C = mvr_w4_cfg<T, GLU, ALT>;
+    return mvr_launch<T, C::NT, C::RW, C::D, GLU, mvr_wide4<T>>(js, cols, x, n, beta, act, pdl, st);
+  }
+  return cudaErrorNotSupported;
+}
+template <bool GLU>
+static int run_mvr_w4(int type, const mv_jobs &js, int cols, const float *x, int n, int act,
+                      bool pdl, cudaStream_t st, wk_error *err) {
+  cudaError_t e = type == WK_Q4_K   ? test_mvr_w4<WK_Q4_K, GLU>(js, cols, x, n, 0.0f, act, pdl, st)
+                  : type == WK_Q5_K ? test_mvr_w4<WK_Q5_K, GLU>(js, cols, x, n, 0.0f, act, pdl, st)
+                                    : cudaErrorNotSupported;
+  if (e == cudaErrorNotSupported)
+    return cu_fail(err, WICK_ERR_UNSUPPORTED, "path 10: no wide format for type %d", type);
+  CK(e);
+  CK_LAUNCH();
+  return WICK_OK;
+}
+
 extern "C" int cuda_test_matmul(int type, const void *w, int rows, int cols, const float *x, int n,
                                 float *y, int path, wk_error *err) {
   dev_bufs b;
@@ -81,6 +105,11 @@ extern "C" int cuda_test_matmul(int type, const void *w, int rows, int cols, con
                      type);
     CK(e);
     CK_LAUNCH();
+  } else if (path == 10) {
+    mv_jobs js = {};
+    js.j[0] = {dw, rb, rows, 0, dy};
+    js.n = 1;
+    TRY(run_mvr_w4<false>(type, js, cols, dx, n, 0, false, b.c.st, err));
   } else if (path == 8) {  // y = W x, then y = W x + 1 y: 2 W x through the beta of path 6
     b.c.pdl = b.c.pdl_v4 = 1, b.c.mv_f32x = MV_REG;
     TRY(cu_matvec(&b.c, &cw, dx, n, dy, 0.0f, err));
@@ -144,7 +173,14 @@ extern "C" int cuda_test_matmul_norm(int type, const void *w, int rows, int cols
   cu_xnorm xn = {dn, eps};
   const cu_weight *wp = &cw;
   *prog_edges = 0;
-  if (!graph) {
+  if (path == 10) {  // the wide formats after the embedding, dependent launch, no graph
+    if (graph) return cu_fail(err, WICK_ERR_UNSUPPORTED, "path 10: no graph");
+    mv_jobs js = {};
+    js.j[0] = {dw, rb, rows, 0, dy};
+    js.n = 1, js.nw = dn, js.eps = eps;
+    TRY(cu_embed(&b.c, &tab, dids, n, 1.0f, dx, err));
+    TRY(run_mvr_w4<false>(type, js, cols, dx, n, 0, true, b.c.st, err));
+  } else if (!graph) {
     TRY(cu_embed(&b.c, &tab, dids, n, 1.0f, dx, err));
     TRY(cu_matvec_multi(&b.c, &wp, &dy, 1, dx, &xn, n, 0.0f, err));
   } else {
@@ -191,7 +227,15 @@ extern "C" int cuda_test_matvec_glu(int type, const void *wg, const void *wu, in
   }
   cu_weight cg = {dg, type, rows, cols, rb}, cu = {du, type, rows, cols, rb};
   cu_xnorm xn = {dn, eps};
-  TRY(cu_matvec_glu(&b.c, &cg, &cu, dx, nw ? &xn : NULL, n, dy, act, err));
+  if (path == 10) {
+    mv_jobs js = {};
+    js.j[0] = {dg, rb, rows, 0, dy};
+    js.j[1] = {du, rb, rows, 0, NULL};
+    js.n = 2, js.nw = dn, js.eps = eps;
+    TRY(run_mvr_w4<true>(type, js, cols, dx, n, act, false, b.c.st, err));
+  } else {
+    TRY(cu_matvec_glu(&b.c, &cg, &cu, dx, nw ? &xn : NULL, n, dy, act, err));
+  }
   CK(cudaMemcpy(y, dy, sizeof(float) * n * rows, cudaMemcpyDeviceToHost));
   return WICK_OK;
 }
@@ -386,7 +430,8 @@ static cudaError_t bench_mvs(int shape, const uint8_t *w, size_t rb, int rows, i
 }
 
 // The register-streamed kernel, shape 0 its (threads, rows a step, items in
-// flight) for the type, 1 (1024, 1, 1), 2 (512, 2, 1), 3 (768, 1, 2).
+// flight) for the type, 1 (1024, 1, 1), 2 (512, 2, 1), 3 (768, 1, 2), 4 the
+// wide format at its shape (Q4_K, Q5_K: mvr_w4.cuh), 5 at its ALT shape.
 template <int T>
 static cudaError_t bench_mvr(int shape, const uint8_t *w, size_t rb, int rows, int cols,
                              const float *x, float *y, bool pdl, cudaStream_t st) {
@@ -400,6 +445,8 @@ static cudaError_t bench_mvr(int shape, const uint8_t *w, size_t rb, int rows, i
     if (shape == 1) return mvr_launch<T, 1024, 1, 1, false>(js, cols, x, 1, 0.0f, 0, pdl, st);
     if (shape == 2) return mvr_launch<T, 512, 2, 1, false>(js, cols, x, 1, 0.0f, 0, pdl, st);
     if (shape == 3) return mvr_launch<T, 768, 1, 2, false>(js, cols, x, 1, 0.0f, 0, pdl, st);
+    if (shape == 4) return test_mvr_w4<T, false>(js, cols, x, 1, 0.0f, 0, pdl, st);
+    if (shape == 5) return test_mvr_w4<T, false, true>(js, cols, x, 1, 0.0f, 0, pdl, st);
   }
   return cudaErrorNotSupported;
 }

@@ -27,11 +27,14 @@ extern "C" {
 // one launch of path 6; 8: y = W x, then y = W x + 1 y through path 6 with
 // dependent launch (2 W x: beta); 9: one launch of the register-streamed
 // kernel at the type's shape for every type it has a format for (path 6's
-// types plus F16 and BF16, f32 x), no dependent launch.
+// types plus F16 and BF16, f32 x), no dependent launch; 10: (Q4_K, Q5_K)
+// one launch of the register-streamed kernel with its wide format
+// (mvr_w4.cuh: 4 lanes a super-block, 32 qs bytes a lane), no dependent
+// launch.
 int cuda_test_matmul(int type, const void *w, int rows, int cols, const float *x, int n, float *y,
                      int path, wk_error *err);
 // y (n x rows) = (rmsnorm(x) * nw) . W^T, the norm (eps) folded into the
-// matrix-vector kernel of path 0, 3, 4 or 6 of cuda_test_matmul (only the
+// matrix-vector kernel of path 0, 3, 4, 6 or 10 (no graph) of cuda_test_matmul (only the
 // streamed and register-streamed kernels take it: WICK_ERR_UNSUPPORTED from v4). x is written
 // on the device first by the embedding kernel (an F32 table of the n rows),
 // and the product launched after it by programmatic dependent launch.
@@ -42,8 +45,8 @@ int cuda_test_matmul_norm(int type, const void *w, int rows, int cols, const flo
                           const float *nw, float eps, int path, int graph, float *y,
                           int *prog_edges, wk_error *err);
 // y (n x rows) = act(x' . Wg^T) * (x' . Wu^T) through the fused gate/up
-// matrix-vector kernel of path 0 (quantized types), 4 (every type) or 6
-// (its types) of cuda_test_matmul (act 0 SiLU, 1 GELU-tanh; n at most
+// matrix-vector kernel of path 0 (quantized types), 4 (every type), 6
+// (its types) or 10 (Q4_K, Q5_K) of cuda_test_matmul (act 0 SiLU, 1 GELU-tanh; n at most
 // 4), x' = x, or with nw != NULL rmsnorm(x) * nw folded into the kernel. Returns
 // WICK_ERR_INVALID for a pair the kernel does not serve.
 int cuda_test_matvec_glu(int type, const void *wg, const void *wu, int rows, int cols,
@@ -127,7 +130,9 @@ typedef struct cuda_mv_cfg {
                // int8 x for the quantized types; 3: streamed, f32 x; 4: the
                // register-streamed kernel (its types only; shape 0 the type's
                // (threads, rows a step, steps in flight), 1 (1024, 1, 1), 2
-               // (512, 2, 1), 3 (768, 1, 2); chunk and stages unused); 5: the
+               // (512, 2, 1), 3 (768, 1, 2), 4 the wide format of Q4_K and Q5_K
+               // (mvr_w4.cuh), 5 the same at its ALT shape; chunk and stages
+               // unused); 5: the
                // GEMM path's dequantization of all of W to f16 (cu_dequant_f16;
                // shape 1 to 5 deq_f16.cuh's other tiled shapes); 6: the same
                // by the row kernel it replaced (one thread a group)

@@ -20,7 +20,8 @@
 // wait for each other. A step covers 32 lanes' pieces of RW rows: for the
 // K-quants (1024 columns) and FP8 (512) 4 (super-)blocks, 8 lanes each
 // (lane / 8 the block, j = lane % 8 the lane in it); for Q8_0 (1024) 32
-// blocks, a lane each; for F16/BF16 (256) 8 blocks, 4 lanes each. An item is a
+// blocks, a lane each; for F16/BF16 (256) 8 blocks, 4 lanes each (mvr_w4.cuh:
+// an opt-in Q4_K/Q5_K format of 2048 columns, 4 lanes a super-block). An item is a
 // step (GLU: a step of the gate rows, then the same step of the up rows);
 // a warp's items, unit after unit, are one stream: the loads of item i + D
 // are issued before item i is computed (a ring of D + 1 register sets),
@@ -105,9 +106,10 @@ static __device__ __forceinline__ void mvr_load_xk(mvr_x2 &x, const uint8_t *xq,
   mvr_load_x2(x, xq, xm, g, g + 1, j & 1, ok);
 }
 // The lane's part of a Q4_K/Q5_K row from its header h (d, dmin, 12 scale
-// bytes) and the integer dot products ia, ib of sub-blocks 2p and 2p + 1.
-static __device__ __forceinline__ float mvr_kq_sum(uint4 h, int p, int ia, int ib,
-                                                   const mvr_x2 &x) {
+// bytes), the integer dot products ia, ib of sub-blocks 2p and 2p + 1 with
+// x groups of scales da, db and sums (of the values dotted) sa, sb.
+static __device__ __forceinline__ float mvr_kq_sum4(uint4 h, int p, int ia, int ib, float da,
+                                                    float db, int sa, int sb) {
   // sub-blocks 2p and 2p + 1 are bytes 2 (p & 1) and the next of each
   // scale word: their scales and mins side by side in 16 bits
   int sh = 16 * (p & 1);
@@ -116,9 +118,13 @@ static __device__ __forceinline__ float mvr_kq_sum(uint4 h, int p, int ia, int i
   uint32_t mn = p < 2 ? z & 0x3F3Fu : ((v >> 4) & 0x0F0Fu) | ((z >> 2) & 0x3030u);
   float d = __half2float(__ushort_as_half((unsigned short)h.x));
   float dmin = __half2float(__ushort_as_half((unsigned short)(h.x >> 16)));
-  float fs = x.da * (float)((int)(sc & 0xffu) * ia) + x.db * (float)((int)(sc >> 8) * ib);
-  float fm = x.da * (float)((int)(mn & 0xffu) * x.sa) + x.db * (float)((int)(mn >> 8) * x.sb);
+  float fs = da * (float)((int)(sc & 0xffu) * ia) + db * (float)((int)(sc >> 8) * ib);
+  float fm = da * (float)((int)(mn & 0xffu) * sa) + db * (float)((int)(mn >> 8) * sb);
   return d * fs - dmin * fm;
+}
+static __device__ __forceinline__ float mvr_kq_sum(uint4 h, int p, int ia, int ib,
+                                                   const mvr_x2 &x) {
+  return mvr_kq_sum4(h, p, ia, ib, x.da, x.db, x.sa, x.sb);
 }
 
 template <>
@@ -422,11 +428,11 @@ static __device__ __forceinline__ float mvr_stage_x(const float *__restrict__ x,
 }
 
 // NT: the largest block (ptxas fits the registers to one such block an
-// SM); the launch may use smaller ones (mvr_launch).
-template <int T, int NT, int RW, int D, bool GLU>
+// SM); the launch may use smaller ones (mvr_launch). F: the lanes' format
+// (mvr_fmt<T>, or another layout of T's blocks: mvr_w4.cuh).
+template <int T, int NT, int RW, int D, bool GLU, class F = mvr_fmt<T>>
 __global__ void __launch_bounds__(NT, 1) k_mvr(mv_jobs js, int cols, const float *__restrict__ x,
                                                float beta, int act) {
-  using F = mvr_fmt<T>;
   using W = typename F::w_t;
   constexpr bool F32X = mvr_f32x<T>::value;
   constexpr int BPS = 32 / F::LPB, BYTES = qtype<T>::BYTES, M = GLU ? 2 : 1;
@@ -566,7 +572,7 @@ struct mvr_cfg {
 // once: fewer, larger blocks read less of it), halving from NT down to NT/4
 // threads. Returns cudaErrorInvalidValue when x's copy (int8, or f32 for
 // the float types) does not fit in shared memory.
-template <int T, int NT, int RW, int D, bool GLU>
+template <int T, int NT, int RW, int D, bool GLU, class F = mvr_fmt<T>>
 static cudaError_t mvr_launch(mv_jobs js, int cols, const float *x, int n, float beta, int act,
                               bool pdl, cudaStream_t st) {
   long units = 0;
@@ -577,7 +583,7 @@ static cudaError_t mvr_launch(mv_jobs js, int cols, const float *x, int n, float
   if (units == 0 || n < 1) return cudaSuccess;
   size_t smem = mvr_f32x<T>::value ? (size_t)cols * sizeof(float)
                                     : (size_t)cols + (size_t)cols / 32 * sizeof(uint2);
-  auto kern = k_mvr<T, NT, RW, D, GLU>;
+  auto kern = k_mvr<T, NT, RW, D, GLU, F>;
   cudaError_t e;
   if (smem > 48 * 1024 &&
       cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) !=
@@ -603,5 +609,7 @@ static cudaError_t mvr_launch(mv_jobs js, int cols, const float *x, int n, float
   }
   return cu_launch(pdl, st, dim3(blocks, n), dim3(nt), smem, kern, js, cols, x, beta, act);
 }
+
+#include "backend/cuda/mvr_w4.cuh"  // the wide K-quant formats (opt-in)
 
 #endif
