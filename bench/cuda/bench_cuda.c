@@ -70,6 +70,19 @@ static int time_cfgs(int t, const uint8_t *w, const cuda_mv_cfg *cfg, int n, int
   return 0;
 }
 
+// One table row (and its RESULT line, tagged `what`) of a timing at both
+// shapes: us[0] at 4096x14336, us[1] at 14336x4096, `bytes` moved by each.
+static void print_row(const char *what, int t, const char *suffix, double bytes, const double *us,
+                      double copy_gbps) {
+  double g0 = bytes / us[0] / 1e3, g1 = bytes / us[1] / 1e3;
+  char name[32];
+  snprintf(name, sizeof name, "%s%s", wk_type_get(t)->name, suffix);
+  printf("%-16s %10.1f MB %8.1f %8.0f %5.0f%%   %10.1f MB %8.1f %8.0f %5.0f%%\n", name,
+         bytes / 1e6, us[0], g0, 100 * g0 / copy_gbps, bytes / 1e6, us[1], g1,
+         100 * g1 / copy_gbps);
+  printf("RESULT %s %s %.1f %.1f %.1f %.1f\n", what, name, us[0], g0, us[1], g1);
+}
+
 static int bench_matvec(double copy_gbps) {
   static const int types[] = {WK_F32,  WK_F16,  WK_BF16, WK_Q4_0, WK_Q4_1,     WK_Q5_0,    WK_Q5_1,
                               WK_Q8_0, WK_Q4_K, WK_Q5_K, WK_Q6_K, WK_FP8_E4M3, WK_FP8_E5M2};
@@ -90,7 +103,7 @@ static int bench_matvec(double copy_gbps) {
   enum { NC = sizeof cfg / sizeof cfg[0] };
   const int64_t A = 4096, B = 14336;
   wk_pool *pool = wk_pool_create((int)sysconf(_SC_NPROCESSORS_ONLN));
-  printf("%-14s %18s %8s %8s %6s   %18s %8s %8s %6s\n", "type", "4096x14336 (rows x cols)", "us", "GB/s",
+  printf("%-16s %13s %8s %8s %6s   %13s %8s %8s %6s\n", "type", "4096x14336", "us", "GB/s",
          "%bw", "14336x4096", "us", "GB/s", "%bw");
   for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
     int t = types[i];
@@ -101,13 +114,7 @@ static int bench_matvec(double copy_gbps) {
     if (time_cfgs(t, w, cfg, NC, 200, us)) return 1;
     for (int c = 0; c < NC; c++) {
       if ((c == 1 && !quant) || us[2 * c] <= 0 || us[2 * c + 1] <= 0) continue;
-      double g0 = bytes / us[2 * c] / 1e3, g1 = bytes / us[2 * c + 1] / 1e3;
-      char name[32];
-      snprintf(name, sizeof name, "%s%s", wk_type_get(t)->name, cname[c]);
-      printf("%-14s %13.1f MB %8.1f %8.0f %5.0f%%   %15.1f MB %8.1f %8.0f %5.0f%%\n", name,
-             bytes / 1e6, us[2 * c], g0, 100 * g0 / copy_gbps, bytes / 1e6, us[2 * c + 1], g1,
-             100 * g1 / copy_gbps);
-      printf("RESULT matvec %s %.1f %.1f %.1f %.1f\n", name, us[2 * c], g0, us[2 * c + 1], g1);
+      print_row("matvec", t, cname[c], (double)bytes, us + 2 * c, copy_gbps);
     }
     fflush(stdout);
     wk_free(w);
@@ -134,7 +141,7 @@ static int bench_dequant(double copy_gbps) {
   enum { NC = sizeof cfg / sizeof cfg[0] };
   const int64_t A = 4096, B = 14336;
   wk_pool *pool = wk_pool_create((int)sysconf(_SC_NPROCESSORS_ONLN));
-  printf("%-16s %10s %8s %8s %6s   %10s %8s %8s %6s\n", "dequant", "4096x14336", "us", "GB/s",
+  printf("%-16s %13s %8s %8s %6s   %13s %8s %8s %6s\n", "dequant", "4096x14336", "us", "GB/s",
          "%bw", "14336x4096", "us", "GB/s", "%bw");
   for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
     int t = types[i];
@@ -142,14 +149,8 @@ static int bench_dequant(double copy_gbps) {
     uint8_t *w = make_weights(pool, t, A, B);
     if (time_cfgs(t, w, cfg, NC, 50, us)) return 1;
     for (int c = 0; c < NC; c++) {
-      if (us[2 * c] <= 0 || us[2 * c + 1] <= 0) continue;
-      double g0 = bytes / us[2 * c] / 1e3, g1 = bytes / us[2 * c + 1] / 1e3;
-      char name[32];
-      snprintf(name, sizeof name, "%s%s", wk_type_get(t)->name, cname[c]);
-      printf("%-16s %7.1f MB %8.1f %8.0f %5.0f%%   %7.1f MB %8.1f %8.0f %5.0f%%\n", name,
-             bytes / 1e6, us[2 * c], g0, 100 * g0 / copy_gbps, bytes / 1e6, us[2 * c + 1], g1,
-             100 * g1 / copy_gbps);
-      printf("RESULT dequant %s %.1f %.1f %.1f %.1f\n", name, us[2 * c], g0, us[2 * c + 1], g1);
+      if (us[2 * c] > 0 && us[2 * c + 1] > 0)
+        print_row("dequant", t, cname[c], bytes, us + 2 * c, copy_gbps);
     }
     fflush(stdout);
     wk_free(w);

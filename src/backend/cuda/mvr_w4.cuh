@@ -58,30 +58,44 @@ static __device__ __forceinline__ void mvr_load_x4(mvr_x4 &x, const uint8_t *xq,
   x.sb = ((int)(m.w << 16) >> 16) + ((int)m.w >> 16);
 }
 
-template <int T>
-struct mvr_wide4;
-
-template <>
-struct mvr_wide4<WK_Q4_K> {
+// What both formats share: the header, lane p's qs halves at qs (32p +
+// 16e, then the other half: the order that keeps x's reads conflict-free),
+// x, and the registers as word arrays.
+struct mvr_w4_base {
   static constexpr int LPB = 4;
-  struct w_t {
-    uint4 h, q0, q1;  // header; qs bytes 32p + 16e + [0, 16), 32p + 16 - 16e + [0, 16)
-  };
   using x_t = mvr_x4;
-  static __device__ __forceinline__ void load(w_t &w, const uint8_t *blk, int p) {
+  static __device__ __forceinline__ void load_qs(uint4 &h, uint4 &q0, uint4 &q1,
+                                                 const uint8_t *blk, const uint8_t *qs, int p) {
     const int e = p >> 1;
-    w.h = mvr_ld16(blk);
-    w.q0 = mvr_ld16(blk + 16 + 32 * p + 16 * e), w.q1 = mvr_ld16(blk + 32 + 32 * p - 16 * e);
+    h = mvr_ld16(blk);
+    q0 = mvr_ld16(qs + 32 * p + 16 * e), q1 = mvr_ld16(qs + 32 * p + 16 - 16 * e);
   }
   static __device__ __forceinline__ void load_x(x_t &x, const uint8_t *xq, const uint2 *xm, int b,
                                                 int p, bool ok) {
     mvr_load_x4(x, xq, xm, b, p, ok);
   }
+  static __device__ __forceinline__ void words(uint4 a, uint4 b, uint32_t *o) {
+    o[0] = a.x, o[1] = a.y, o[2] = a.z, o[3] = a.w, o[4] = b.x, o[5] = b.y, o[6] = b.z, o[7] = b.w;
+  }
+  static __device__ __forceinline__ void x_words(const x_t &x, uint32_t *o) {
+    words(x.x[0], x.x[1], o), words(x.x[2], x.x[3], o + 8);
+  }
+};
+
+template <int T>
+struct mvr_wide4;
+
+template <>
+struct mvr_wide4<WK_Q4_K> : mvr_w4_base {
+  struct w_t {
+    uint4 h, q0, q1;  // header; qs bytes 32p + 16e + [0, 16), 32p + 16 - 16e + [0, 16)
+  };
+  static __device__ __forceinline__ void load(w_t &w, const uint8_t *blk, int p) {
+    load_qs(w.h, w.q0, w.q1, blk, blk + 16, p);
+  }
   static __device__ __forceinline__ float dot(const w_t &w, const x_t &x, int p) {
-    const uint32_t q[8] = {w.q0.x, w.q0.y, w.q0.z, w.q0.w, w.q1.x, w.q1.y, w.q1.z, w.q1.w};
-    const uint32_t xv[16] = {x.x[0].x, x.x[0].y, x.x[0].z, x.x[0].w, x.x[1].x, x.x[1].y,
-                             x.x[1].z, x.x[1].w, x.x[2].x, x.x[2].y, x.x[2].z, x.x[2].w,
-                             x.x[3].x, x.x[3].y, x.x[3].z, x.x[3].w};
+    uint32_t q[8], xv[16];
+    words(w.q0, w.q1, q), x_words(x, xv);
     int ia = 0, ib = 0;  // under mf, under ~mf
 #pragma unroll
     for (int i = 0; i < 8; i++) {
@@ -94,28 +108,18 @@ struct mvr_wide4<WK_Q4_K> {
 };
 
 template <>
-struct mvr_wide4<WK_Q5_K> {
-  static constexpr int LPB = 4;
+struct mvr_wide4<WK_Q5_K> : mvr_w4_base {
   struct w_t {
     uint4 h, q0, q1, h0, h1;  // header; qs halves as Q4_K's; qh bytes 16e + [0, 16), 16 - 16e + ..
   };
-  using x_t = mvr_x4;
   static __device__ __forceinline__ void load(w_t &w, const uint8_t *blk, int p) {
     const int e = p >> 1;
-    w.h = mvr_ld16(blk);
+    load_qs(w.h, w.q0, w.q1, blk, blk + 48, p);
     w.h0 = mvr_ld16(blk + 16 + 16 * e), w.h1 = mvr_ld16(blk + 32 - 16 * e);
-    w.q0 = mvr_ld16(blk + 48 + 32 * p + 16 * e), w.q1 = mvr_ld16(blk + 64 + 32 * p - 16 * e);
-  }
-  static __device__ __forceinline__ void load_x(x_t &x, const uint8_t *xq, const uint2 *xm, int b,
-                                                int p, bool ok) {
-    mvr_load_x4(x, xq, xm, b, p, ok);
   }
   static __device__ __forceinline__ float dot(const w_t &w, const x_t &x, int p) {
-    const uint32_t q[8] = {w.q0.x, w.q0.y, w.q0.z, w.q0.w, w.q1.x, w.q1.y, w.q1.z, w.q1.w};
-    const uint32_t qh[8] = {w.h0.x, w.h0.y, w.h0.z, w.h0.w, w.h1.x, w.h1.y, w.h1.z, w.h1.w};
-    const uint32_t xv[16] = {x.x[0].x, x.x[0].y, x.x[0].z, x.x[0].w, x.x[1].x, x.x[1].y,
-                             x.x[1].z, x.x[1].w, x.x[2].x, x.x[2].y, x.x[2].z, x.x[2].w,
-                             x.x[3].x, x.x[3].y, x.x[3].z, x.x[3].w};
+    uint32_t q[8], qh[8], xv[16];
+    words(w.q0, w.q1, q), words(w.h0, w.h1, qh), x_words(x, xv);
     // X0, X1: sub-block 2p + f (nibble f, qh bit 2p + f); X2, X3: the other
     const int sa = 4 * x.f, ha = 2 * p + x.f, hb = 2 * p + 1 - x.f;
     int ia = 0, ib = 0;
