@@ -26,7 +26,7 @@ static double run(const char *what, int nh, int nkv, int hd, int n_ctx, int n_ne
   int32_t *blocks = malloc(sizeof(int32_t) * nb);
   for (int i = 0; i < nb; i++) blocks[i] = i;
   cuda_test_attn a = {nh,     nkv,  hd,     n_ctx,      n_new, 0, bs, nb, splits, 0.088388f, 0.0f,
-                      blocks, 1,    kernel, variant};
+                      blocks, 1,    kernel, variant, 0};
   wk_error err = {{0}};
   double us = 0;
   int st = cuda_bench_attention(&a, iters, &us, &err);
@@ -47,19 +47,22 @@ static double run(const char *what, int nh, int nkv, int hd, int n_ctx, int n_ne
 }
 
 // Decode: one token, n_ctx keys; prints microseconds and K + V GB/s by
-// kernel and split count, then each kernel's best split count.
+// kernel and split count, then each kernel's best split count; "cold" rows
+// read 4 copies of the cache in turn, so the K/V rows are not in L2 from the
+// launch before (a decode step reads another layer's cache each time).
 static void decode(void) {
-  enum { NC = 2, NK = 7, NS = 5 };
+  enum { NC = 2, NK = 9, NS = 5 };
   static const int ctxs[NC] = {4096, 16384}, splits[NS] = {4, 8, 16, 32, 64};
-  // group2: the warp-tile decode kernel (the default: 16 warps, 2 stages at
-  // this shape),
-  // merging its splits itself or (+combine) with the combine launch; group1:
-  // the block-tile kernel of session 3 (variant 1); warp: the warp-per-key
-  // kernel; group2-NwSs: the warp-tile kernel with N warps a block and S
-  // stages a warp (variants 2-4).
-  static const int kern[NK] = {0, 3, 0, 2, 0, 0, 0}, var[NK] = {-1, -1, 1, -1, 2, 3, 4};
-  static const char *kname[NK] = {"group2",         "group2+combine", "group1",     "warp",
-                                  "group2-4w3s",    "group2-4w6s",    "group2-8w3s"};
+  // mma: the tensor-core decode kernel (the default), merging its splits
+  // itself or (+combine) with the combine launch; fma: the f32 warp-tile
+  // kernel of session 5 (variant 5; 16 warps, 2 stages at this shape);
+  // group1: the block-tile kernel of session 3 (variant 1); warp: the
+  // warp-per-key kernel; mma-NwSs: the tensor-core kernel with N warps a
+  // block and S stages a warp (variants 6, 7).
+  static const int kern[NK] = {0, 0, 3, 0, 0, 2, 0, 0, 0}, var[NK] = {-1, -1, -1, 5, 5, -1, 1, 6, 7};
+  static const int cold[NK] = {0, 1, 0, 0, 1, 0, 0, 0, 0};
+  static const char *kname[NK] = {"mma",   "mma-cold", "mma+combine", "fma",     "fma-cold",
+                                  "warp",  "group1",   "mma-8w3s",    "mma-4w4s"};
   for (int c = 0; c < NC; c++) {
     double best[NK] = {0};
     int best_s[NK] = {0};
@@ -68,8 +71,8 @@ static void decode(void) {
         int n_ctx = ctxs[c], bs = 16, nb = n_ctx / bs;
         int32_t *blocks = malloc(sizeof(int32_t) * nb);
         for (int i = 0; i < nb; i++) blocks[i] = i;
-        cuda_test_attn a = {32, 8, 128, n_ctx, 1, 0, bs, nb, splits[s], 0.088388f, 0.0f,
-                            blocks, 1, kern[k], var[k]};
+        cuda_test_attn a = {32,     8, 128,     n_ctx,   1,      0, bs, nb, splits[s], 0.088388f, 0.0f,
+                            blocks, 1, kern[k], var[k], cold[k]};
         wk_error err = {{0}};
         double us = 0;
         int st = cuda_bench_attention(&a, 20, &us, &err);

@@ -242,7 +242,12 @@ static void test_post(const mcase *mc, int ns, const int32_t *ctx, int splits, i
     past0 += (size_t)ctx[t] - 1;
   }
   if (st == WICK_OK) {
-    CHECK(cache_err <= 1.0 && out_err < 2e-4,
+    // The decode kernel at head dim 64 and 128 (groups up to 16) is the
+    // tensor-core one: q and p rounded to f16 as in the prefill's flash
+    // kernel, so its output is held to that kernel's 2e-3; the f32 kernels
+    // (the other head dims) to 2e-4.
+    const double tol = (mc->hd == 64 || mc->hd == 128) && mc->nh / mc->nkv <= 16 ? 2e-3 : 2e-4;
+    CHECK(cache_err <= 1.0 && out_err < tol,
           "attention post %s %s%s ctx %s splits %d: cache rows %.3g of the bound, output %.3g",
           mc->name, k_paths[path], graph ? " graph" : "", ctxs, used, cache_err, out_err);
     printf("attn post %-13s %-17s%s ctx %-12s splits %2d: cache %.2f of the bound, output %.2e\n",

@@ -1,9 +1,11 @@
 // Decode attention over the paged KV cache, one block per (kv head, token,
 // key split) that serves every query head of the kv head's group, so each
-// K/V row is read from memory once a token. Two kernels: the warp-tile
-// kernel (attn_decode_warps.cuh, the default where adw_fits: each warp owns
-// its keys, no block barrier in the key loop) and the block-tile kernel
-// below (session 3; the other shapes, and every shape with
+// K/V row is read from memory once a token. Three kernels: the tensor-core
+// kernel (attn_decode_mma.cuh, the default at head dim 64 and 128: each
+// warp owns 16-key tiles, products by mma.sync), the warp-tile kernel
+// (attn_decode_warps.cuh, the other shapes where adw_fits, and every shape
+// with cu_ctx.attn_variant 5: each warp owns its keys, FMAs in f32) and the
+// block-tile kernel below (session 3; the rest, and every shape with
 // cu_ctx.attn_variant 1). The block-tile kernel: keys go through shared
 // memory in tiles of AD_KT rows (cp.async, AD_STAGES deep: the next tiles
 // load while one is used), and a tile is three passes:
@@ -30,6 +32,7 @@
 // its counter back to zero (the partials are fenced before the count; the
 // merging block reads them from L2), so no combine launch follows; without
 // one k_attn_combine (attention.cu) does (ad_merge_splits).
+#include "backend/cuda/attn_decode_mma.cuh"
 #include "backend/cuda/attn_decode_warps.cuh"
 
 enum { AD_THREADS = 128, AD_KT = 32, AD_STAGES = 3 };
@@ -198,6 +201,13 @@ struct ad_warps {
   static size_t bytes(int g) { return C::bytes(g); }
 };
 
+template <class C>
+struct ad_mma {
+  static auto kern() { return k_attn_decode_mma<C>; }
+  static constexpr int THREADS = C::THREADS, GMAX = C::gm, PER_SM = C::PER_SM;
+  static size_t bytes(int g) { return C::bytes(g); }
+};
+
 template <class K>
 static int ad_launch(cu_ctx *c, const cu_attn_shape *a, const cu_meta *m, int n, const float *q,
                      const __half *kc, const __half *vc, float *out, int splits, float *part,
@@ -220,14 +230,15 @@ static int ad_launch(cu_ctx *c, const cu_attn_shape *a, const cu_meta *m, int n,
   return WICK_OK;
 }
 
-// The warp-tile kernel for head dim HD where adw_fits, else the block-tile
-// kernel (GM: the group bound of the instance).
+// The tensor-core kernel at head dim 64 and 128 (groups up to its 16 rows),
+// else the warp-tile kernel where adw_fits, else the block-tile kernel (GM:
+// the group bound of the instance).
 template <int HD, int GM, bool WT = adw_fits(HD, GM)>
-struct ad_pick {
+struct ad_pick_fma {
   using K = ad_tile<HD, GM>;
 };
 template <int HD, int GM>
-struct ad_pick<HD, GM, true> {
+struct ad_pick_fma<HD, GM, true> {
   using K = ad_warps<adw_cfg<HD, GM>>;
 };
 // Head dim 128, groups up to 4 (Llama 3 8B): 16 warps and 2 stages, one
@@ -235,8 +246,16 @@ struct ad_pick<HD, GM, true> {
 // 16384 keys at 16 splits against 13.6-13.7 / 31.8-32.0 with 8 warps at
 // 32, session 5).
 template <>
-struct ad_pick<128, 4, true> {
+struct ad_pick_fma<128, 4, true> {
   using K = ad_warps<adw_cfg<128, 4, 16, 2>>;
+};
+template <int HD, int GM, bool TC = (HD == 64 || HD == 128) && GM <= 16>
+struct ad_pick {
+  using K = typename ad_pick_fma<HD, GM>::K;
+};
+template <int HD, int GM>
+struct ad_pick<HD, GM, true> {
+  using K = ad_mma<adm_cfg<HD>>;
 };
 template <class K>
 struct ad_kind {
@@ -250,16 +269,23 @@ static int ad_dispatch(const cu_ctx *c, const cu_attn_shape *a, F &&f) {
   int g = a->n_heads / a->n_kv_heads, v = c->attn_variant;
   // Tuning configurations of the warp-tile kernel (benchmarks), at head dim
   // 128 and groups up to 4: 2, 4 warps x 3 stages; 3, 4 warps x 6 stages;
-  // 4, 8 warps x 3 stages (the default of the other shapes).
+  // 4, 8 warps x 3 stages (the default of the other shapes). Of the
+  // tensor-core kernel at head dim 128: 6, 8 warps x 3 stages; 7, 4 warps x
+  // 4 stages.
   if (v >= 2 && a->head_dim == 128 && g <= 4) {
     if (v == 2) return f(ad_kind<ad_warps<adw_cfg<128, 4, 4, 3>>>());
     if (v == 3) return f(ad_kind<ad_warps<adw_cfg<128, 4, 4, 6>>>());
     if (v == 4) return f(ad_kind<ad_warps<adw_cfg<128, 4, 8, 3>>>());
   }
-#define AD_GM(HD, GM)                                         \
-  if (g <= GM) {                                              \
-    if (v == 1) return f(ad_kind<ad_tile<HD, GM>>());         \
-    return f(ad_kind<typename ad_pick<HD, GM>::K>());         \
+  if (v >= 6 && a->head_dim == 128 && g <= 16) {
+    if (v == 6) return f(ad_kind<ad_mma<adm_cfg<128, 8, 3>>>());
+    if (v == 7) return f(ad_kind<ad_mma<adm_cfg<128, 4, 4>>>());
+  }
+#define AD_GM(HD, GM)                                              \
+  if (g <= GM) {                                                   \
+    if (v == 1) return f(ad_kind<ad_tile<HD, GM>>());              \
+    if (v == 5) return f(ad_kind<typename ad_pick_fma<HD, GM>::K>()); \
+    return f(ad_kind<typename ad_pick<HD, GM>::K>());              \
   }
 #define AD_CASE(HD)        \
   if (a->head_dim == HD) { \

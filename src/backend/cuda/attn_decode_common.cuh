@@ -158,4 +158,58 @@ static __device__ __forceinline__ void ad_merge_splits(const cu_attn_shape &a, i
   }
 }
 
+// After the key loop of a kernel whose NW warps each kept their own online
+// softmax: warp w's max, sum and unnormalized acc of head g < G are in
+// wacc[w][g][HD] with wm = wacc + NW GM HD ([NW][GM] max) and wl = wm + NW
+// GM ([NW][GM] sum) (shared memory). Merges the warps into the output
+// (splits == 1) or the split's partial result, then the splits
+// (ad_merge_splits, wacc its scratch). sm, sl: GM floats each. NT threads;
+// every thread of the block calls it.
+template <int HD, int GM, int NW, int NT>
+static __device__ __forceinline__ void ad_merge_warps(const cu_attn_shape &a, const ad_blk &B,
+                                                      int G, int splits, float *__restrict__ out,
+                                                      float *__restrict__ part,
+                                                      unsigned *__restrict__ cnt, float *wacc,
+                                                      float *sm, float *sl) {
+  constexpr int HQ = HD / 4, PS = cu_part_stride(HD);
+  float *wm = wacc + NW * GM * HD, *wl = wm + NW * GM;
+  const int tid = threadIdx.x, t = B.t, kvh = B.kvh;
+  __syncthreads();
+  for (int g = tid; g < G; g += NT) {
+    float M = -INFINITY, L = 0.0f;
+#pragma unroll
+    for (int w = 0; w < NW; w++) M = fmaxf(M, wm[w * GM + g]);
+#pragma unroll
+    for (int w = 0; w < NW; w++) {
+      float lw = wl[w * GM + g], wt = lw > 0.0f ? expf(wm[w * GM + g] - M) : 0.0f;
+      wm[w * GM + g] = wt, L += lw * wt;
+    }
+    sm[g] = M, sl[g] = L;
+  }
+  __syncthreads();
+  for (int o = tid; o < G * HQ; o += NT) {
+    const int g = o / HQ, d4 = o % HQ, h = kvh * G + g;
+    float4 r = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll
+    for (int w = 0; w < NW; w++) {
+      float wt = wm[w * GM + g];
+      float4 u = *(const float4 *)(wacc + (w * GM + g) * HD + 4 * d4);
+      r.x = fmaf(wt, u.x, r.x), r.y = fmaf(wt, u.y, r.y);
+      r.z = fmaf(wt, u.z, r.z), r.w = fmaf(wt, u.w, r.w);
+    }
+    const float L = sl[g];
+    if (splits == 1) {
+      float inv = L > 0.0f ? 1.0f / L : 0.0f;
+      *(float4 *)(out + ((size_t)t * a.n_heads + h) * HD + 4 * d4) =
+          make_float4(r.x * inv, r.y * inv, r.z * inv, r.w * inv);
+    } else {
+      float *pp = part + (((size_t)t * a.n_heads + h) * splits + B.sp) * PS;
+      *(float4 *)(pp + 4 * d4) = r;
+      if (d4 == 0) pp[HD] = sm[g], pp[HD + 1] = L;
+    }
+  }
+  if (splits == 1 || !cnt) return;
+  ad_merge_splits<HD, NT>(a, t, kvh, G, splits, part, cnt, out, wacc, sl);
+}
+
 #endif

@@ -62,7 +62,7 @@ __global__ void __launch_bounds__(C::THREADS, C::MIN_BLOCKS)
                         unsigned *__restrict__ cnt, cu_raw_kv raw) {
   constexpr int HD = C::hd, GM = C::gm, NW = C::nw, NT = C::THREADS, KT = C::KT, NS = C::STAGES;
   static_assert(GM % 4 == 0 && HD % 64 == 0 && adw_fits(HD, GM), "shape");
-  constexpr int ROW = C::ROW, CPR = HD / 8, NP = HD / 64, HQ = HD / 4, PS = cu_part_stride(HD);
+  constexpr int ROW = C::ROW, CPR = HD / 8, NP = HD / 64;
   extern __shared__ uint4 adw_raw[];
   const int G = a.n_heads / a.n_kv_heads;
   __half *kv = (__half *)adw_raw;                          // [warp][stage][K, V][KW][ROW]
@@ -195,8 +195,7 @@ __global__ void __launch_bounds__(C::THREADS, C::MIN_BLOCKS)
   cp_wait<0>();
   __syncthreads();  // every warp is done with its stages: they hold the merge now
   float *wacc = (float *)adw_raw;              // [NW][GM][HD]
-  float *wm = wacc + NW * GM * HD;         // [NW][GM] max, then the warp's weight
-  float *wl = wm + NW * GM;                // [NW][GM]
+  float *wm = wacc + NW * GM * HD, *wl = wm + NW * GM;  // [NW][GM] max and sum (ad_merge_warps)
 #pragma unroll
   for (int g = 0; g < GM; g++) {
     if (g >= G) break;
@@ -205,42 +204,7 @@ __global__ void __launch_bounds__(C::THREADS, C::MIN_BLOCKS)
       *(float2 *)(wacc + (warp * GM + g) * HD + 2 * (lane + 32 * j)) = acc[g][j];
     if (lane == 0) wm[warp * GM + g] = mx[g], wl[warp * GM + g] = l[g];
   }
-  __syncthreads();
-  for (int g = tid; g < G; g += NT) {
-    float M = -INFINITY, L = 0.0f;
-#pragma unroll
-    for (int w = 0; w < NW; w++) M = fmaxf(M, wm[w * GM + g]);
-#pragma unroll
-    for (int w = 0; w < NW; w++) {
-      float lw = wl[w * GM + g], wt = lw > 0.0f ? expf(wm[w * GM + g] - M) : 0.0f;
-      wm[w * GM + g] = wt, L += lw * wt;
-    }
-    sm[g] = M, sl[g] = L;
-  }
-  __syncthreads();
-  for (int o = tid; o < G * HQ; o += NT) {
-    const int g = o / HQ, d4 = o % HQ, h = kvh * G + g;
-    float4 r = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-#pragma unroll
-    for (int w = 0; w < NW; w++) {
-      float wt = wm[w * GM + g];
-      float4 u = *(const float4 *)(wacc + (w * GM + g) * HD + 4 * d4);
-      r.x = fmaf(wt, u.x, r.x), r.y = fmaf(wt, u.y, r.y);
-      r.z = fmaf(wt, u.z, r.z), r.w = fmaf(wt, u.w, r.w);
-    }
-    const float L = sl[g];
-    if (splits == 1) {
-      float inv = L > 0.0f ? 1.0f / L : 0.0f;
-      *(float4 *)(out + ((size_t)t * a.n_heads + h) * HD + 4 * d4) =
-          make_float4(r.x * inv, r.y * inv, r.z * inv, r.w * inv);
-    } else {
-      float *pp = part + (((size_t)t * a.n_heads + h) * splits + B.sp) * PS;
-      *(float4 *)(pp + 4 * d4) = r;
-      if (d4 == 0) pp[HD] = sm[g], pp[HD + 1] = L;
-    }
-  }
-  if (splits == 1 || !cnt) return;
-  ad_merge_splits<HD, NT>(a, t, kvh, G, splits, part, cnt, out, (float *)adw_raw, sl);
+  ad_merge_warps<HD, GM, NW, NT>(a, B, G, splits, out, part, cnt, wacc, sm, sl);
 }
 
 #endif

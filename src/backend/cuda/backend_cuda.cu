@@ -321,12 +321,13 @@ static int cuda_prepare(wk_backend *b, const wk_model *m, const wk_backend_param
   // WICK_CUDA_ATTN=warp: decode attention on the warp-per-key kernel;
   // =nomerge: the group kernel with a combine launch; =postapart: the Q/K/V
   // epilogue as its own launch in decode too; =group1: the session-3 decode
-  // kernel (block-wide tiles) instead of the warp-tile one (comparison).
+  // kernel (block-wide tiles); =fma: the session-5 one (warp tiles, f32
+  // FMAs) instead of the tensor-core kernel (comparison).
   const char *ae = getenv("WICK_CUDA_ATTN");
   s->c.attn_warp = ae && !strcmp(ae, "warp");
   s->c.attn_merge_off = ae && !strcmp(ae, "nomerge");
   s->c.attn_post_apart = ae && !strcmp(ae, "postapart");
-  s->c.attn_variant = ae && !strcmp(ae, "group1");  // the session-3 decode kernel
+  s->c.attn_variant = !ae ? 0 : !strcmp(ae, "group1") ? 1 : !strcmp(ae, "fma") ? 5 : 0;
   const char *fh = getenv("WICK_CUDA_FLASH_H");
   s->flash_h_off = fh && fh[0] == '0';
   CK(cudaDeviceGetAttribute(&s->sms, cudaDevAttrMultiProcessorCount, p->device));

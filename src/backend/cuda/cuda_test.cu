@@ -637,19 +637,23 @@ extern "C" int cuda_bench_attention(const cuda_test_attn *a, int iters, double *
   TRY(attn_setup(b, a, &m, &s, err));
   size_t pool = (size_t)a->n_pool * a->block_size * a->n_kv * a->hd;
   size_t qn = (size_t)n * a->n_heads * a->hd;
+  const int copies = a->cold ? 4 : 1;
   __half *dk, *dv;
   float *dq, *dout, *dpart;
-  TRY(b.alloc(&dk, pool * 2, err));
-  TRY(b.alloc(&dv, pool * 2, err));
+  TRY(b.alloc(&dk, pool * 2 * copies, err));
+  TRY(b.alloc(&dv, pool * 2 * copies, err));
   TRY(b.alloc(&dq, qn * 4, err));
   TRY(b.alloc(&dout, qn * 4, err));
   TRY(b.alloc(&dpart, (size_t)n * a->n_heads * a->splits * cu_part_stride(a->hd) * 4, err));
-  k_fill_attn<<<cu_div_up(pool, 256), 256, 0, b.c.st>>>(dk, NULL, pool, 11);
-  k_fill_attn<<<cu_div_up(pool, 256), 256, 0, b.c.st>>>(dv, NULL, pool, 12);
+  k_fill_attn<<<cu_div_up(pool * copies, 256), 256, 0, b.c.st>>>(dk, NULL, pool * copies, 11);
+  k_fill_attn<<<cu_div_up(pool * copies, 256), 256, 0, b.c.st>>>(dv, NULL, pool * copies, 12);
   k_fill_attn<<<cu_div_up(qn, 256), 256, 0, b.c.st>>>(NULL, dq, qn, 13);
   CK_LAUNCH();
   TRY(attn_run(b, a, &s, &m, dq, dk, dv, dout, dpart, err));  // outside the graph: attributes set
   CK(cudaStreamSynchronize(b.c.st));
-  return time_graph(b, iters, [&](int) { return attn_run(b, a, &s, &m, dq, dk, dv, dout, dpart, err); },
+  return time_graph(b, iters, [&](int i) {
+    size_t o = (size_t)(i % copies) * pool;
+    return attn_run(b, a, &s, &m, dq, dk + o, dv + o, dout, dpart, err);
+  },
                     us, err);
 }

@@ -76,6 +76,8 @@ typedef struct cuda_test_attn {
   float scale, softcap;
   const int32_t *blocks;  // n_seqs * nb block ids
   int n_seqs, kernel, variant;
+  int cold;  // cuda_bench_attention: 4 copies of the K/V pool, launch i reading copy i % 4
+             // (K/V not left in L2 by the launch before, as in a decode across layers)
 } cuda_test_attn;
 int cuda_test_attention(const cuda_test_attn *a, const float *q, const float *k, const float *v,
                         float *out, wk_error *err);

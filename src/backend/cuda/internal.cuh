@@ -33,9 +33,10 @@ struct cu_ctx {
   int attn_merge_off;     // 1: no counters (set before they are allocated)
   int attn_post_apart;    // 1: the Q/K/V epilogue always as its own launch (comparison)
   int *flag;              // one device int for host-side checks (cu_bf16_to_f16); NULL until used
-  int attn_variant;       // decode attention: 0 the warp-tile kernel where it serves the
-                          // shape; 1 the block-tile kernel of session 3 (comparison);
-                          // 2-4 warp-tile tuning configurations (attn_decode.cu)
+  int attn_variant;       // decode attention: 0 the tensor-core kernel where it serves the
+                          // shape (else the warp-tile one); 1 the block-tile kernel of
+                          // session 3; 5 the warp-tile kernel's pick (session 5); 2-4
+                          // and 6-7 tuning configurations (attn_decode.cu)
 };
 // cu_ctx.mv_f32x: MV_INT8, x rounded to int8 per 32 values for the quantized
 // types (the streamed kernel for the types of mvs_cfg<T>::DEFAULT, else v5;
