@@ -514,6 +514,7 @@ int main(void) {
       test_glu(t, 37, fit_cols(t, 1280), 4, 1, 6);
       test_glu(t, 9000, 256, 1, 0, 6);
       test_glu(t, 43, 4096, 2, 1, 6);
+      test_glu(t, 29, 12288, 1, 0, 6);  // Q4_K/Q5_K past 8192 columns: the 8-lane format
       test_matmul_v(t, 45, 2048, 1, 6, 1);
       test_matmul_v(t, 19, 4096, 4, 6, 2);
       test_matmul_v(t, 27, fit_cols(t, 2816), 2, 6, 1);

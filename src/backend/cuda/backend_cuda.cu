@@ -318,6 +318,10 @@ static int cuda_prepare(wk_backend *b, const wk_model *m, const wk_backend_param
   // launches even where the fused kernel applies (for comparison).
   const char *fg = getenv("WICK_CUDA_FUSE_GLU");
   s->c.mv_glu_off = fg && fg[0] == '0';
+  // WICK_CUDA_WIDE=0: Q4_K/Q5_K keep the register kernel's 8-lane format on
+  // every row length (comparison).
+  const char *we = getenv("WICK_CUDA_WIDE");
+  s->c.mv_wide_off = we && we[0] == '0';
   // WICK_CUDA_ATTN=warp: decode attention on the warp-per-key kernel;
   // =nomerge: the group kernel with a combine launch; =postapart: the Q/K/V
   // epilogue as its own launch in decode too; =group1: the session-3 decode

@@ -24,6 +24,8 @@ struct cu_ctx {
   int mv_max_tokens;      // at most this many tokens take the matrix-vector path
   int mv_f32x;            // matrix-vector kernels: MV_INT8, MV_F32X, MV_STREAM or MV_REG (below)
   int mv_glu_off;         // 1: gate/up and the gated unit as separate launches
+  int mv_wide_off;        // 1: Q4_K/Q5_K rows of <= 8192 columns keep the 8-lane format
+                          // of the register-streamed kernel (comparison; matvec.cu)
   int pdl;                // 1: the decode kernels (all but the GEMM path's and flash
                           // attention) use programmatic dependent launch
   int pdl_v4;             // 1: the v4 matrix-vector kernel too (off by default)

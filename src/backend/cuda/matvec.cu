@@ -96,6 +96,18 @@ static cudaError_t launch_v5(cu_ctx *c, const cu_weight *const *ws, float *const
 template <int T, bool GLU>
 static cudaError_t launch_mvr(const cu_ctx *c, const mv_jobs &js, int cols, const float *x, int n,
                               float beta, int act) {
+  if constexpr (T == WK_Q4_K || T == WK_Q5_K) {
+    // Rows of up to 8192 columns (Q/K/V, o and gate/up of an 8B model):
+    // the wide format (mvr_w4.cuh), fewer instructions a byte; longer rows
+    // keep the 8-lane one (bench_cuda matvec, session 6: Q4_K 64 / 50% of
+    // the copy rate at 14336x4096 / 4096x14336 against 56 / 60%).
+    if (!c->mv_wide_off && cols <= 8192) {
+      using W = mvr_w4_cfg<T, GLU>;
+      cudaError_t e = mvr_launch<T, W::NT, W::RW, W::D, GLU, mvr_wide4<T>>(
+          js, cols, x, n, beta, act, c->pdl != 0, c->st);
+      if (e != cudaErrorInvalidValue) return e;
+    }
+  }
   if constexpr (mvr_has<T>::value) {
     using C = mvr_cfg<T, GLU>;
     cudaError_t e =
