@@ -1,0 +1,574 @@
+// Probes of session 6 (docs/CUDA.md, "Session 6"), standalone:
+//   nvcc -O3 -arch=sm_90 -std=c++17 -Isrc -Iinclude bench/cuda/probes.cu -o probes
+//   ./probes read   the fixed cost of one streaming launch: a kernel that only
+//                   reads (each warp a contiguous share, 512 bytes a step, D
+//                   steps in flight) at several sizes, 20 launches back to back
+//                   in a graph, plainly and with programmatic dependent launch;
+//                   with all resident blocks or half of them (room for the next
+//                   launch's blocks on every SM)
+//   ./probes mma    matrix-vector products on the tensor cores (mma.sync) for
+//                   FP8 (wick's 132-byte blocks: f32 scale + 128 e4m3 codes; x as
+//                   two e4m3 terms in two B columns) and Q4_K (u8 nibbles x int8
+//                   x, B column n = sub-block n), 16 rows a tile, stream-K over
+//                   1 KB warp items with atomic row sums (a probe: not
+//                   deterministic); MODE 0 the whole kernel, 1 without the x
+//                   prologue, 2 the loads only
+#include <cuda_fp8.h>
+#include <cuda_fp16.h>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <cmath>
+#include <functional>
+#include <vector>
+#include <algorithm>
+
+#include "backend/cuda/mvr.cuh"  // mvr_kq_sum4: a Q4_K lane's scales, mins and sums
+
+#define PCK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { printf("CUDA %s at %d\n", cudaGetErrorString(e_), __LINE__); exit(1); } } while (0)
+
+// Median microseconds of one launch over 7 replays of a graph of L launches
+// (launch(stream, pdl) issues one; pdl: the dependent-launch attribute).
+static double graph_us(const std::function<void(cudaStream_t, int)> &launch, int pdl, int L = 20) {
+  cudaStream_t st;
+  PCK(cudaStreamCreate(&st));
+  cudaGraph_t gr;
+  cudaGraphExec_t ge;
+  PCK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
+  for (int i = 0; i < L; i++) launch(st, pdl);
+  PCK(cudaStreamEndCapture(st, &gr));
+  PCK(cudaGraphInstantiate(&ge, gr, 0));
+  cudaEvent_t a, b;
+  PCK(cudaEventCreate(&a)); PCK(cudaEventCreate(&b));
+  std::vector<float> v;
+  for (int r = 0; r < 7; r++) {
+    PCK(cudaEventRecord(a, st));
+    PCK(cudaGraphLaunch(ge, st));
+    PCK(cudaEventRecord(b, st));
+    PCK(cudaEventSynchronize(b));
+    float ms;
+    PCK(cudaEventElapsedTime(&ms, a, b));
+    v.push_back(ms * 1e3f / L);
+  }
+  std::sort(v.begin(), v.end());
+  PCK(cudaGraphExecDestroy(ge)); PCK(cudaGraphDestroy(gr)); PCK(cudaStreamDestroy(st));
+  PCK(cudaEventDestroy(a)); PCK(cudaEventDestroy(b));
+  return v[3];
+}
+
+// Launches kern on a grid of `blocks` with the dependent-launch attribute if pdl.
+template <class K, class... A>
+static void launch_pdl(cudaStream_t st, int pdl, int blocks, int nt, size_t smem, K kern, A... args) {
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(blocks), cfg.blockDim = dim3(nt), cfg.stream = st, cfg.dynamicSmemBytes = smem;
+  cudaLaunchAttribute at[1];
+  at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  at[0].val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = at, cfg.numAttrs = pdl ? 1 : 0;
+  PCK(cudaLaunchKernelEx(&cfg, kern, args...));
+}
+
+// Device-to-device copy rate (bytes read + written a second) over 1 GiB:
+// median of 5 copies timed by events on the default stream (a copy captured
+// in a graph runs on the copy engine, at ~2.8 of the ~4.2 TB/s).
+static double copy_gbps() {
+  size_t cb = 1ull << 30;
+  void *s, *d;
+  PCK(cudaMalloc(&s, cb)); PCK(cudaMalloc(&d, cb));
+  PCK(cudaMemset(s, 1, cb));
+  cudaEvent_t a, b;
+  PCK(cudaEventCreate(&a)); PCK(cudaEventCreate(&b));
+  std::vector<float> v;
+  for (int r = 0; r < 5; r++) {
+    PCK(cudaEventRecord(a));
+    PCK(cudaMemcpyAsync(d, s, cb, cudaMemcpyDeviceToDevice));
+    PCK(cudaEventRecord(b));
+    PCK(cudaEventSynchronize(b));
+    float ms;
+    PCK(cudaEventElapsedTime(&ms, a, b));
+    v.push_back(ms);
+  }
+  std::sort(v.begin(), v.end());
+  PCK(cudaEventDestroy(a)); PCK(cudaEventDestroy(b));
+  PCK(cudaFree(s)); PCK(cudaFree(d));
+  return 2.0 * cb / (v[2] * 1e-3) / 1e9;
+}
+
+template <int NT, int D, int MINB>
+__global__ void __launch_bounds__(NT, MINB) k_read(const uint4 *__restrict__ p, size_t n16,
+                                                   uint32_t *out, int early) {
+  if (early) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  const int lane = threadIdx.x & 31;
+  const size_t TW = (size_t)gridDim.x * (NT / 32), gw = (size_t)blockIdx.x * (NT / 32) + (threadIdx.x >> 5);
+  const size_t steps = n16 / 32, s0 = gw * steps / TW, s1 = (gw + 1) * steps / TW;
+  uint4 r[D];
+  uint32_t acc = 0;
+  size_t s = s0;
+#pragma unroll
+  for (int k = 0; k < D; k++)
+    if (s0 + k < s1) r[k] = __ldg(p + 32 * (s0 + k) + lane);
+  for (; s < s1; s += D) {
+#pragma unroll
+    for (int k = 0; k < D; k++) {
+      if (s + k < s1) {
+        acc ^= r[k].x + r[k].y * 3 + r[k].z * 5 + r[k].w * 7;
+        if (s + k + D < s1) r[k] = __ldg(p + 32 * (s + k + D) + lane);
+      }
+    }
+  }
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  if (!early) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  if (acc == 0x12345678u) out[gw] = acc;
+}
+
+template <int NT, int D, int MINB>
+static void run_read(const uint4 *p, uint32_t *out, double bw) {
+  auto kern = k_read<NT, D, MINB>;
+  int per = 0, sms = 0;
+  PCK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, kern, NT, 0));
+  PCK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  const double mbs[] = {8, 16, 33, 60, 117, 235};
+  for (int half = 0; half < 2; half++) {
+    if (half && per < 2) continue;
+    int blocks = (half ? per / 2 : per) * sms;
+    for (int mode = 0; mode < 3; mode++) {  // plain, pdl (trigger after wait), pdl early trigger
+      printf("read NT %4d D %2d blk/SM %d of %d %-11s:", NT, D, half ? per / 2 : per, per,
+             mode == 0 ? "plain" : mode == 1 ? "pdl" : "pdl early");
+      for (double mb : mbs) {
+        size_t n16 = (size_t)(mb * 1e6) / 16 / 32 * 32;
+        double us = graph_us([&](cudaStream_t st, int pdl) {
+          launch_pdl(st, pdl, blocks, NT, 0, kern, p, n16, out, mode == 2 ? 1 : 0);
+        }, mode != 0);
+        printf(" %3.0fMB %6.2fus %3.0f%%", mb, us, 100.0 * n16 * 16.0 / (us * 1e-6) / 1e9 / bw);
+      }
+      printf("\n");
+    }
+  }
+}
+
+static void probe_read(double bw) {
+  void *s;
+  uint32_t *out;
+  PCK(cudaMalloc(&s, 1ull << 30)); PCK(cudaMalloc(&out, 1 << 20));
+  PCK(cudaMemset(s, 1, 1ull << 30));
+  const uint4 *p = (const uint4 *)s;
+  run_read<1024, 4, 1>(p, out, bw);
+  run_read<512, 8, 2>(p, out, bw);
+  run_read<256, 8, 4>(p, out, bw);
+  run_read<512, 4, 2>(p, out, bw);
+  PCK(cudaFree(s)); PCK(cudaFree(out));
+}
+
+static __device__ __forceinline__ void mma_fp8(float *d, uint32_t a0, uint32_t a1, uint32_t a2,
+                                               uint32_t a3, uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+      "{%8,%9}, {%0,%1,%2,%3};"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+static __device__ __forceinline__ void mma_u8s8(int *d, uint32_t a0, uint32_t a1, uint32_t a2,
+                                                uint32_t a3, uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k32.row.col.s32.u8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+      "{%8,%9}, {%0,%1,%2,%3};"
+      : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+static __device__ __forceinline__ uint4 ldg16(const uint8_t *p) { return __ldg((const uint4 *)p); }
+
+// ---------------------------------------------------------------- FP8
+// Group: 4 blocks (512 columns, 528 bytes a row, 33 16-byte chunks). Item i
+// (0..8) of a group: lane (g, t) holds chunk c = 4i + t of rows g and g + 8.
+// x image: xg[h][grp * 576 + byte] = split h of x at the codes' byte
+// positions, 0 at scales and past the group.
+template <int NT, int D, int MODE>
+__global__ void __launch_bounds__(NT, 1)
+    k_fp8(const uint8_t *__restrict__ W, int rows, int cols, const float *__restrict__ x,
+          float *__restrict__ y) {
+  extern __shared__ uint4 smem[];
+  __shared__ float red[32];
+  const int G = cols / 512, IT = 9 * G, T = rows / 16;
+  const size_t rb = (size_t)cols / 128 * 132;
+  uint8_t *xg0 = (uint8_t *)smem, *xg1 = xg0 + G * 576;
+  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  const int N = T * IT, TW = gridDim.x * (NT / 32);
+  const int gw = blockIdx.x * (NT / 32) + (threadIdx.x >> 5);
+  const int n0 = (int)((long)gw * N / TW), n1 = (int)((long)(gw + 1) * N / TW);
+
+  struct R { uint4 a, b; float sa, sb; };
+  R w[D + 1];
+  int ln = n0, li = n0 % 9;
+  const uint8_t *lp = W + (size_t)(16 * (n0 / IT) + g) * rb + 528 * ((n0 % IT) / 9);
+  auto load = [&](R &r) {
+    if (ln < n1) {
+      const int c = 4 * li + t;
+      const uint8_t *q = lp + 8 * rb;
+      if (c <= 32) r.a = ldg16(lp + 16 * c), r.b = ldg16(q + 16 * c);
+      else r.a = r.b = make_uint4(0, 0, 0, 0);
+      if (li == 8 || ln == n1 - 1)
+        r.sa = __ldg((const float *)(lp + 132 * t)), r.sb = __ldg((const float *)(q + 132 * t));
+    }
+    ln++;
+    if (++li == 9) {
+      li = 0, lp += 528;
+      if ((ln % IT) == 0) lp += 15 * rb;  // next tile: 16 rows down, from column 0
+    }
+  };
+#pragma unroll
+  for (int k = 0; k < D; k++) load(w[k]);
+
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  // x: amax, scale by a power of two to <= 448, split into hi + lo/16.
+  float am = 0.0f, sig = 1.0f;
+  if (MODE == 0) {
+  for (int i = threadIdx.x; i < cols; i += NT) am = fmaxf(am, fabsf(x[i]));
+  for (int o = 16; o; o >>= 1) am = fmaxf(am, __shfl_xor_sync(~0u, am, o));
+  if (lane == 0) red[threadIdx.x >> 5] = am;
+  __syncthreads();
+  am = 0.0f;
+  for (int i = 0; i < NT / 32; i++) am = fmaxf(am, red[i]);
+  const float sig0 = am > 0.0f ? exp2f(floorf(log2f(448.0f / am))) : 1.0f;
+  sig = sig0;
+  for (int q = threadIdx.x; q < G * 144; q += NT) {
+    int grp = q / 144, e = q - grp * 144, b = e / 33, k = e - b * 33;
+    uint32_t hi = 0, lo = 0;
+    if (b < 4 && k > 0) {
+      const float4 v = *(const float4 *)(x + 512 * grp + 128 * b + 4 * (k - 1));
+      const float f[4] = {v.x * sig0, v.y * sig0, v.z * sig0, v.w * sig0};
+#pragma unroll
+      for (int j = 0; j < 4; j++) {
+        __nv_fp8_storage_t h = __nv_cvt_float_to_fp8(f[j], __NV_SATFINITE, __NV_E4M3);
+        float hf = __half2float(__half(__nv_cvt_fp8_to_halfraw(h, __NV_E4M3)));
+        __nv_fp8_storage_t l = __nv_cvt_float_to_fp8((f[j] - hf) * 16.0f, __NV_SATFINITE, __NV_E4M3);
+        hi |= (uint32_t)h << (8 * j), lo |= (uint32_t)l << (8 * j);
+      }
+    }
+    ((uint32_t *)xg0)[q] = hi, ((uint32_t *)xg1)[q] = lo;
+  }
+  __syncthreads();
+  }
+  const uint8_t *xg = (g & 1) ? xg1 : xg0;
+  const int bb = g >> 1;
+  const float isig = 1.0f / sig;
+
+  float dd[4] = {0, 0, 0, 0}, acc0 = 0.0f, acc1 = 0.0f;
+  int cn = n0, tile = n0 / IT, rr = n0 % IT, grp = rr / 9, i = rr % 9;
+  auto compute = [&](R &r) {
+    const int c = 4 * i + t;
+    uint32_t a[4] = {r.a.x, r.a.y, r.a.z, r.a.w}, b[4] = {r.b.x, r.b.y, r.b.z, r.b.w};
+    if (MODE == 2) {
+      dd[0] += __uint_as_float(a[0] ^ a[1] ^ a[2] ^ a[3] ^ b[0] ^ b[1] ^ b[2] ^ b[3]) + r.sa;
+    } else {
+    if (t == 0 && (i & 1) == 0 && i < 8) {  // the scale word of block i / 2
+      const int e = i >> 1;
+#pragma unroll
+      for (int k = 0; k < 4; k++)
+        if (k == e) a[k] = 0, b[k] = 0;
+    }
+    const uint4 xv = *(const uint4 *)(xg + grp * 576 + 16 * c);
+    const int rel = c - 8 * bb;
+    int keep = (rel < 0 || rel > 8) ? 0 : rel == 0 ? (0xF << (bb + 1)) & 0xF : rel == 8 ? 0xF >> (3 - bb) : 0xF;
+    const uint32_t xw[4] = {keep & 1 ? xv.x : 0u, keep & 2 ? xv.y : 0u, keep & 4 ? xv.z : 0u,
+                            keep & 8 ? xv.w : 0u};
+    mma_fp8(dd, a[0], b[0], a[1], b[1], xw[0], xw[1]);
+    mma_fp8(dd, a[2], b[2], a[3], b[3], xw[2], xw[3]);
+    }
+    const bool end = cn == n1 - 1;
+    if (i == 8 || end) {
+      acc0 = fmaf(r.sa, fmaf(dd[1], 0.0625f, dd[0]), acc0);
+      acc1 = fmaf(r.sb, fmaf(dd[3], 0.0625f, dd[2]), acc1);
+      dd[0] = dd[1] = dd[2] = dd[3] = 0.0f;
+    }
+    if (rr == IT - 1 || end) {
+      acc0 += __shfl_xor_sync(~0u, acc0, 1), acc0 += __shfl_xor_sync(~0u, acc0, 2);
+      acc1 += __shfl_xor_sync(~0u, acc1, 1), acc1 += __shfl_xor_sync(~0u, acc1, 2);
+      if (t == 0) {
+        atomicAdd(y + 16 * tile + g, acc0 * isig);
+        atomicAdd(y + 16 * tile + g + 8, acc1 * isig);
+      }
+      acc0 = acc1 = 0.0f;
+    }
+    cn++;
+    if (++i == 9) i = 0, grp++;
+    if (++rr == IT) rr = 0, grp = 0, tile++;
+  };
+  const int cnt = n1 - n0;
+  for (int i0 = 0; i0 < cnt; i0 += D + 1) {
+#pragma unroll
+    for (int k = 0; k <= D; k++) {
+      if (i0 + k >= cnt) break;
+      load(w[(k + D) % (D + 1)]);
+      compute(w[k]);
+    }
+  }
+}
+
+// ---------------------------------------------------------------- Q4_K
+// Super-block 144 bytes: d, dmin (f16), 12 scale bytes, 128 qs bytes.
+// Item h2 (0, 1) of a super-block: lane (g, t) holds qs chunk c = 4 h2 + t
+// of rows g and g + 8; its low nibbles are sub-block 2 (c / 2) values
+// 16 (c % 2) + [0, 16), its high nibbles sub-block 2 (c / 2) + 1. B column n
+// = sub-block n. x: int8 per 32 values with f32 scale and the group's sum.
+template <int NT, int D, int MODE>
+__global__ void __launch_bounds__(NT, 1)
+    k_q4k(const uint8_t *__restrict__ W, int rows, int cols, const float *__restrict__ x,
+          float *__restrict__ y) {
+  extern __shared__ uint4 smem[];
+  const int S = cols / 256, IT = 2 * S, T = rows / 16;
+  const size_t rb = (size_t)S * 144;
+  int8_t *xq = (int8_t *)smem;
+  float2 *xm = (float2 *)(xq + cols);  // scale, sum of the group
+  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  const int N = T * IT, TW = gridDim.x * (NT / 32);
+  const int gw = blockIdx.x * (NT / 32) + (threadIdx.x >> 5);
+  const int n0 = (int)((long)gw * N / TW), n1 = (int)((long)(gw + 1) * N / TW);
+
+  struct R { uint4 a, b, ha, hb; };
+  R w[D + 1];
+  int ln = n0, lh = n0 & 1;
+  const uint8_t *lp = W + (size_t)(16 * (n0 / IT) + g) * rb + 144 * ((n0 % IT) >> 1);
+  auto load = [&](R &r) {
+    if (ln < n1) {
+      const int c = 4 * lh + t;
+      const uint8_t *q = lp + 8 * rb;
+      r.a = ldg16(lp + 16 + 16 * c), r.b = ldg16(q + 16 + 16 * c);
+      if (lh == 1 || ln == n1 - 1) r.ha = ldg16(lp), r.hb = ldg16(q);
+    }
+    ln++;
+    if (++lh == 2) {
+      lh = 0, lp += 144;
+      if ((ln % IT) == 0) lp += 15 * rb;
+    }
+  };
+#pragma unroll
+  for (int k = 0; k < D; k++) load(w[k]);
+
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  // x to int8 per 32 (a warp a group at a time; slow but simple).
+  if (MODE == 0)
+  for (int grp = threadIdx.x >> 5; grp < cols / 32; grp += NT / 32) {
+    float v = x[32 * grp + lane], am = fabsf(v);
+    for (int o = 16; o; o >>= 1) am = fmaxf(am, __shfl_xor_sync(~0u, am, o));
+    float inv = am > 0.0f ? 127.0f / am : 0.0f;
+    int q = __float2int_rn(v * inv), s = q;
+    for (int o = 16; o; o >>= 1) s += __shfl_xor_sync(~0u, s, o);
+    xq[32 * grp + lane] = (int8_t)q;
+    if (lane == 0) xm[grp] = make_float2(am / 127.0f, (float)s);
+  }
+  __syncthreads();
+
+  int dd[4] = {0, 0, 0, 0}, seen = 0;
+  float acc0 = 0.0f, acc1 = 0.0f;
+  int tile = n0 / IT, rr = n0 % IT;
+  int cn = n0;
+  auto compute = [&](R &r) {
+    const int s = rr >> 1, h2 = rr & 1;
+    const int s0 = 4 * h2 + 2 * (t >> 1);
+    const uint4 xv = *(const uint4 *)(xq + 256 * s + 32 * g + 16 * (t & 1));
+    const uint32_t xw[4] = {xv.x, xv.y, xv.z, xv.w};
+    const uint32_t a[4] = {r.a.x, r.a.y, r.a.z, r.a.w}, b[4] = {r.b.x, r.b.y, r.b.z, r.b.w};
+    const bool lo = g == s0, hi = g == s0 + 1;
+    if (MODE == 2) dd[0] += a[0] ^ a[1] ^ a[2] ^ a[3] ^ b[0] ^ b[1] ^ b[2] ^ b[3] ^ r.ha.x ^ r.hb.y;
+    else
+#pragma unroll
+    for (int u = 0; u < 4; u++)
+      mma_u8s8(dd, a[u] & 0x0F0F0F0Fu, b[u] & 0x0F0F0F0Fu, (a[u] >> 4) & 0x0F0F0F0Fu,
+               (b[u] >> 4) & 0x0F0F0F0Fu, lo ? xw[u] : 0u, hi ? xw[u] : 0u);
+    const bool end = cn == n1 - 1;
+    seen |= 1 << h2;
+    if (h2 == 1 || end) {
+      // lane t's sub-blocks 2t, 2t + 1 lie in half t / 2: counted (with
+      // their mins) only by the warp that dotted that half
+      if ((seen >> (t >> 1)) & 1) {
+        const float2 ma = xm[8 * s + 2 * t], mb = xm[8 * s + 2 * t + 1];
+        const int sa = (int)ma.y, sb = (int)mb.y;  // the groups' sums of x (exact in f32)
+        acc0 += mvr_kq_sum4(r.ha, t, dd[0], dd[1], ma.x, mb.x, sa, sb);
+        acc1 += mvr_kq_sum4(r.hb, t, dd[2], dd[3], ma.x, mb.x, sa, sb);
+      }
+      seen = 0;
+      dd[0] = dd[1] = dd[2] = dd[3] = 0;
+    }
+    if (rr == IT - 1 || end) {
+      acc0 += __shfl_xor_sync(~0u, acc0, 1), acc0 += __shfl_xor_sync(~0u, acc0, 2);
+      acc1 += __shfl_xor_sync(~0u, acc1, 1), acc1 += __shfl_xor_sync(~0u, acc1, 2);
+      if (t == 0) {
+        atomicAdd(y + 16 * tile + g, acc0);
+        atomicAdd(y + 16 * tile + g + 8, acc1);
+      }
+      acc0 = acc1 = 0.0f;
+    }
+    cn++;
+    if (++rr == IT) rr = 0, tile++;
+  };
+  const int cnt = n1 - n0;
+  for (int i0 = 0; i0 < cnt; i0 += D + 1) {
+#pragma unroll
+    for (int k = 0; k <= D; k++) {
+      if (i0 + k >= cnt) break;
+      load(w[(k + D) % (D + 1)]);
+      compute(w[k]);
+    }
+  }
+}
+
+// ---------------------------------------------------------------- host
+static float e4m3_to_f(uint8_t v) {
+  int s = v >> 7, e = (v >> 3) & 15, m = v & 7;
+  float f = e == 0 ? ldexpf((float)m, -9) : ldexpf(1.0f + m / 8.0f, e - 7);
+  return s ? -f : f;
+}
+static float h2f(uint16_t h) {
+  int s = h >> 15, e = (h >> 10) & 31, m = h & 1023;
+  float f = e == 0 ? ldexpf((float)m, -24) : ldexpf(1.0f + m / 1024.0f, e - 15);
+  return s ? -f : f;
+}
+static uint16_t f2h(float f) { __half h = __float2half(f); return *(uint16_t *)&h; }
+
+static uint64_t rs = 88172645463325252ull;
+static uint32_t rnd() { rs ^= rs << 13; rs ^= rs >> 7; rs ^= rs << 17; return (uint32_t)rs; }
+static float frand() { return (rnd() >> 8) * (1.0f / 16777216.0f); }
+static float grand() { float a = frand() + 1e-7f, b = frand(); return sqrtf(-2 * logf(a)) * cosf(6.2831853f * b); }
+
+struct mv_case {  // one matrix on the device and its f64 reference row sums
+  const uint8_t *dW;
+  size_t bytes;
+  int rows, cols;
+  const float *dx;
+  float *dy;
+  std::vector<double> ref, mag;  // sum w x and sum |w x| a row
+};
+
+template <int NT, int D, bool FP8, int MODE>
+static void run_mma(const char *name, const mv_case &c, double bw) {
+  auto kern = FP8 ? k_fp8<NT, D, MODE> : k_q4k<NT, D, MODE>;
+  const int rows = c.rows, cols = c.cols;
+  size_t smem = FP8 ? (size_t)cols / 512 * 576 * 2 : (size_t)cols + cols / 32 * 8;
+  PCK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+  int per = 0, sms = 0;
+  PCK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, kern, NT, smem));
+  PCK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  int blocks = per * sms;
+  double worst = 0;
+  if (MODE == 0) {
+    PCK(cudaMemset(c.dy, 0, rows * 4));
+    kern<<<blocks, NT, smem>>>(c.dW, rows, cols, c.dx, c.dy);
+    PCK(cudaDeviceSynchronize());
+    std::vector<float> y(rows);
+    PCK(cudaMemcpy(y.data(), c.dy, rows * 4, cudaMemcpyDeviceToHost));
+    for (int r = 0; r < rows; r++) worst = std::max(worst, fabs(y[r] - c.ref[r]) / c.mag[r]);
+  }
+  for (int pdl = 0; pdl < 2; pdl++) {
+    double us = graph_us([&](cudaStream_t st, int p) {
+      launch_pdl(st, p, blocks, NT, smem, kern, c.dW, rows, cols, c.dx, c.dy);
+    }, pdl);
+    double gbps = c.bytes / (us * 1e-6) / 1e9;
+    printf("%-5s m%d %-4s %5dx%-5d NT %4d D %d blk/SM %d: %7.2f us %6.0f GB/s %5.1f%% of copy; "
+           "max err/sum|wx| %.2e\n", name, MODE, pdl ? "pdl" : "", rows, cols, NT, D, per, us, gbps,
+           100.0 * gbps / bw, worst);
+  }
+}
+
+// Random FP8 rows (finite codes, scales near 0.01) and their reference.
+static std::vector<uint8_t> make_fp8(int rows, int cols, const std::vector<float> &x, mv_case &c) {
+  size_t rb = (size_t)cols / 128 * 132;
+  std::vector<uint8_t> W(rb * rows);
+  for (int r = 0; r < rows; r++) {
+    double a = 0, m = 0;
+    for (int b = 0; b < cols / 128; b++) {
+      uint8_t *p = &W[r * rb + 132 * b];
+      float sc = 0.01f * (0.5f + frand());
+      memcpy(p, &sc, 4);
+      for (int k = 0; k < 128; k++) {
+        uint8_t q;
+        do q = rnd() & 0xff; while ((q & 0x7f) == 0x7f || ((q >> 3) & 15) > 11);
+        p[4 + k] = q;
+        double wv = sc * e4m3_to_f(q);
+        a += wv * x[128 * b + k], m += fabs(wv * x[128 * b + k]);
+      }
+    }
+    c.ref[r] = a, c.mag[r] = m;
+  }
+  return W;
+}
+
+// Random Q4_K rows (scales near 0.001) and their reference.
+static std::vector<uint8_t> make_q4k(int rows, int cols, const std::vector<float> &x, mv_case &c) {
+  int S = cols / 256;
+  size_t rb = (size_t)S * 144;
+  std::vector<uint8_t> W(rb * rows);
+  for (int r = 0; r < rows; r++) {
+    double a = 0, m = 0;
+    for (int s = 0; s < S; s++) {
+      uint8_t *p = &W[r * rb + 144 * s];
+      uint16_t d = f2h(0.001f * (0.5f + frand())), dm = f2h(0.001f * (0.5f + frand()));
+      memcpy(p, &d, 2), memcpy(p + 2, &dm, 2);
+      for (int k = 0; k < 140; k++) p[4 + k] = rnd() & 0xff;
+      const uint8_t *sc = p + 4, *qs = p + 16;
+      for (int j = 0; j < 8; j++) {
+        int scj, mj;
+        if (j < 4) scj = sc[j] & 63, mj = sc[j + 4] & 63;
+        else scj = (sc[j + 4] & 0xF) | ((sc[j - 4] >> 6) << 4), mj = (sc[j + 4] >> 4) | ((sc[j] >> 6) << 4);
+        for (int k = 0; k < 32; k++) {
+          int q = (j & 1) ? qs[32 * (j / 2) + k] >> 4 : qs[32 * (j / 2) + k] & 15;
+          double wv = h2f(d) * scj * q - h2f(dm) * mj, xv = x[256 * s + 32 * j + k];
+          a += wv * xv, m += fabs(wv * xv);
+        }
+      }
+    }
+    c.ref[r] = a, c.mag[r] = m;
+  }
+  return W;
+}
+
+static void probe_mma(double bw) {
+  const int shapes[2][2] = {{14336, 4096}, {4096, 14336}};
+  for (int sh = 0; sh < 2; sh++) {
+    int rows = shapes[sh][0], cols = shapes[sh][1];
+    std::vector<float> x(cols);
+    for (auto &v : x) v = grand();
+    float *dx, *dy;
+    PCK(cudaMalloc(&dx, cols * 4)); PCK(cudaMalloc(&dy, rows * 4));
+    PCK(cudaMemcpy(dx, x.data(), cols * 4, cudaMemcpyHostToDevice));
+    for (int fp8 = 1; fp8 >= 0; fp8--) {
+      mv_case c = {NULL, 0, rows, cols, dx, dy, std::vector<double>(rows), std::vector<double>(rows)};
+      std::vector<uint8_t> W = fp8 ? make_fp8(rows, cols, x, c) : make_q4k(rows, cols, x, c);
+      uint8_t *dW;
+      PCK(cudaMalloc(&dW, W.size()));
+      PCK(cudaMemcpy(dW, W.data(), W.size(), cudaMemcpyHostToDevice));
+      c.dW = dW, c.bytes = W.size();
+      if (fp8) {
+        run_mma<512, 3, true, 0>("fp8", c, bw);
+        run_mma<512, 3, true, 1>("fp8", c, bw);
+        run_mma<512, 3, true, 2>("fp8", c, bw);
+        run_mma<512, 5, true, 0>("fp8", c, bw);
+        run_mma<512, 5, true, 2>("fp8", c, bw);
+      } else {
+        run_mma<1024, 1, false, 0>("q4_k", c, bw);
+        run_mma<1024, 1, false, 1>("q4_k", c, bw);
+        run_mma<1024, 1, false, 2>("q4_k", c, bw);
+        run_mma<512, 3, false, 0>("q4_k", c, bw);
+        run_mma<512, 3, false, 2>("q4_k", c, bw);
+      }
+      PCK(cudaFree(dW));
+    }
+    PCK(cudaFree(dx)); PCK(cudaFree(dy));
+  }
+}
+
+int main(int argc, char **argv) {
+  const char *what = argc > 1 ? argv[1] : "";
+  if (strcmp(what, "read") && strcmp(what, "mma")) {
+    fprintf(stderr, "usage: probes read|mma\n");
+    return 2;
+  }
+  double bw = copy_gbps();
+  printf("copy %.0f GB/s\n", bw);
+  if (!strcmp(what, "read")) probe_read(bw);
+  else probe_mma(bw);
+  return 0;
+}
