@@ -9,11 +9,12 @@
 //   the warp's stage; the online softmax of each row over the warp's keys
 //   (four lanes a row, quad shuffles); P (f16) straight from S's
 //   accumulators into the A operand of O += P V, V by ldmatrix.trans.
-// Per 16 keys a warp issues 4 HD / 16 products and HD / 8 + ... loads
-// instead of ~900 FMAs and conversions, so the kernel is left waiting on
-// memory: every stage of every warp is requested before the wait for the
-// previous kernel (NS stages; at the 8B shape, 16 splits of 4096 keys, the
-// whole split), so the K/V stream starts while that kernel finishes.
+// Per 16 keys a warp issues HD / 4 products and HD / 8 ldmatrix loads (32
+// and 16 at head dim 128) instead of ~900 FMAs and conversions, so the
+// kernel is left waiting on memory: every stage of every warp is requested
+// before the wait for the previous kernel (NS stages; at the 8B shape, 16
+// splits of 4096 keys, the whole split), so the K/V stream starts while that
+// kernel finishes.
 // Rows past the split's last key are zero-filled and masked. At the end the
 // warps' (max, sum, acc) are merged (ad_merge_warps) and then the splits
 // (ad_merge_splits), as in the warp-tile kernel.

@@ -322,6 +322,10 @@ static int cuda_prepare(wk_backend *b, const wk_model *m, const wk_backend_param
   // every row length (comparison).
   const char *we = getenv("WICK_CUDA_WIDE");
   s->c.mv_wide_off = we && we[0] == '0';
+  // WICK_CUDA_FP8W=1: FP8 E4M3 products on the 16-byte-piece format with f16
+  // x (mvr_fp8w.cuh; opt-in until measured on a device).
+  const char *f8 = getenv("WICK_CUDA_FP8W");
+  s->c.mv_fp8w = f8 && f8[0] == '1';
   // WICK_CUDA_ATTN=warp: decode attention on the warp-per-key kernel;
   // =nomerge: the group kernel with a combine launch; =postapart: the Q/K/V
   // epilogue as its own launch in decode too; =group1: the session-3 decode

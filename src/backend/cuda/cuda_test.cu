@@ -46,14 +46,22 @@ static cudaError_t test_mvr_w4(const mv_jobs &js, int cols, const float *x, int 
   }
   return cudaErrorNotSupported;
 }
+// Paths 10 and 11 over jobs js: the wide K-quant formats (Q4_K, Q5_K) and
+// the FP8 E4M3 format in 16-byte pieces (mvr_fp8w.cuh; rows of a multiple
+// of 512 columns).
 template <bool GLU>
-static int run_mvr_w4(int type, const mv_jobs &js, int cols, const float *x, int n, int act,
-                      bool pdl, cudaStream_t st, wk_error *err) {
-  cudaError_t e = type == WK_Q4_K   ? test_mvr_w4<WK_Q4_K, GLU>(js, cols, x, n, 0.0f, act, pdl, st)
-                  : type == WK_Q5_K ? test_mvr_w4<WK_Q5_K, GLU>(js, cols, x, n, 0.0f, act, pdl, st)
-                                    : cudaErrorNotSupported;
-  if (e == cudaErrorNotSupported)
-    return cu_fail(err, WICK_ERR_UNSUPPORTED, "path 10: no wide format for type %d", type);
+static int run_wide(int path, int type, const mv_jobs &js, int cols, const float *x, int n, int act,
+                    bool pdl, cudaStream_t st, wk_error *err) {
+  cudaError_t e = cudaErrorNotSupported;
+  if (path == 10)
+    e = type == WK_Q4_K   ? test_mvr_w4<WK_Q4_K, GLU>(js, cols, x, n, 0.0f, act, pdl, st)
+        : type == WK_Q5_K ? test_mvr_w4<WK_Q5_K, GLU>(js, cols, x, n, 0.0f, act, pdl, st)
+                          : cudaErrorNotSupported;
+  else if (type == WK_FP8_E4M3)
+    e = mvr_fp8w_launch<WK_FP8_E4M3, GLU>(js, cols, x, n, 0.0f, act, pdl, st);
+  if (e == cudaErrorNotSupported || (path == 11 && e == cudaErrorInvalidValue))
+    return cu_fail(err, WICK_ERR_UNSUPPORTED, "path %d: no wide format for type %d, %d columns",
+                   path, type, cols);
   CK(e);
   CK_LAUNCH();
   return WICK_OK;
@@ -105,11 +113,11 @@ extern "C" int cuda_test_matmul(int type, const void *w, int rows, int cols, con
                      type);
     CK(e);
     CK_LAUNCH();
-  } else if (path == 10) {
+  } else if (path == 10 || path == 11) {
     mv_jobs js = {};
     js.j[0] = {dw, rb, rows, 0, dy};
     js.n = 1;
-    TRY(run_mvr_w4<false>(type, js, cols, dx, n, 0, false, b.c.st, err));
+    TRY(run_wide<false>(path, type, js, cols, dx, n, 0, false, b.c.st, err));
   } else if (path == 8) {  // y = W x, then y = W x + 1 y: 2 W x through the beta of path 6
     b.c.pdl = b.c.pdl_v4 = 1, b.c.mv_f32x = MV_REG;
     TRY(cu_matvec(&b.c, &cw, dx, n, dy, 0.0f, err));
@@ -173,13 +181,13 @@ extern "C" int cuda_test_matmul_norm(int type, const void *w, int rows, int cols
   cu_xnorm xn = {dn, eps};
   const cu_weight *wp = &cw;
   *prog_edges = 0;
-  if (path == 10) {  // the wide formats after the embedding, dependent launch, no graph
-    if (graph) return cu_fail(err, WICK_ERR_UNSUPPORTED, "path 10: no graph");
+  if (path == 10 || path == 11) {  // the wide formats after the embedding, dependent launch
+    if (graph) return cu_fail(err, WICK_ERR_UNSUPPORTED, "path %d: no graph", path);
     mv_jobs js = {};
     js.j[0] = {dw, rb, rows, 0, dy};
     js.n = 1, js.nw = dn, js.eps = eps;
     TRY(cu_embed(&b.c, &tab, dids, n, 1.0f, dx, err));
-    TRY(run_mvr_w4<false>(type, js, cols, dx, n, 0, true, b.c.st, err));
+    TRY(run_wide<false>(path, type, js, cols, dx, n, 0, true, b.c.st, err));
   } else if (!graph) {
     TRY(cu_embed(&b.c, &tab, dids, n, 1.0f, dx, err));
     TRY(cu_matvec_multi(&b.c, &wp, &dy, 1, dx, &xn, n, 0.0f, err));
@@ -227,12 +235,12 @@ extern "C" int cuda_test_matvec_glu(int type, const void *wg, const void *wu, in
   }
   cu_weight cg = {dg, type, rows, cols, rb}, cu = {du, type, rows, cols, rb};
   cu_xnorm xn = {dn, eps};
-  if (path == 10) {
+  if (path == 10 || path == 11) {
     mv_jobs js = {};
     js.j[0] = {dg, rb, rows, 0, dy};
     js.j[1] = {du, rb, rows, 0, NULL};
     js.n = 2, js.nw = dn, js.eps = eps;
-    TRY(run_mvr_w4<true>(type, js, cols, dx, n, act, false, b.c.st, err));
+    TRY(run_wide<true>(path, type, js, cols, dx, n, act, false, b.c.st, err));
   } else {
     TRY(cu_matvec_glu(&b.c, &cg, &cu, dx, nw ? &xn : NULL, n, dy, act, err));
   }
@@ -447,6 +455,7 @@ static cudaError_t bench_mvr(int shape, const uint8_t *w, size_t rb, int rows, i
     if (shape == 3) return mvr_launch<T, 768, 1, 2, false>(js, cols, x, 1, 0.0f, 0, pdl, st);
     if (shape == 4) return test_mvr_w4<T, false>(js, cols, x, 1, 0.0f, 0, pdl, st);
     if (shape == 5) return test_mvr_w4<T, false, true>(js, cols, x, 1, 0.0f, 0, pdl, st);
+    if (shape == 6) return mvr_fp8w_launch<T, false>(js, cols, x, 1, 0.0f, 0, pdl, st);
   }
   return cudaErrorNotSupported;
 }

@@ -30,11 +30,12 @@ extern "C" {
 // types plus F16 and BF16, f32 x), no dependent launch; 10: (Q4_K, Q5_K)
 // one launch of the register-streamed kernel with its wide format
 // (mvr_w4.cuh: 4 lanes a super-block, 32 qs bytes a lane), no dependent
-// launch.
+// launch; 11: (FP8 E4M3, cols a multiple of 512) the same with the FP8
+// format in 16-byte pieces (mvr_fp8w.cuh: f16 x, packed f16 FMAs).
 int cuda_test_matmul(int type, const void *w, int rows, int cols, const float *x, int n, float *y,
                      int path, wk_error *err);
 // y (n x rows) = (rmsnorm(x) * nw) . W^T, the norm (eps) folded into the
-// matrix-vector kernel of path 0, 3, 4, 6 or 10 (no graph) of cuda_test_matmul (only the
+// matrix-vector kernel of path 0, 3, 4, 6, 10 or 11 (no graph) of cuda_test_matmul (only the
 // streamed and register-streamed kernels take it: WICK_ERR_UNSUPPORTED from v4). x is written
 // on the device first by the embedding kernel (an F32 table of the n rows),
 // and the product launched after it by programmatic dependent launch.
@@ -46,7 +47,7 @@ int cuda_test_matmul_norm(int type, const void *w, int rows, int cols, const flo
                           int *prog_edges, wk_error *err);
 // y (n x rows) = act(x' . Wg^T) * (x' . Wu^T) through the fused gate/up
 // matrix-vector kernel of path 0 (quantized types), 4 (every type), 6
-// (its types) or 10 (Q4_K, Q5_K) of cuda_test_matmul (act 0 SiLU, 1 GELU-tanh; n at most
+// (its types), 10 (Q4_K, Q5_K) or 11 (FP8 E4M3) of cuda_test_matmul (act 0 SiLU, 1 GELU-tanh; n at most
 // 4), x' = x, or with nw != NULL rmsnorm(x) * nw folded into the kernel. Returns
 // WICK_ERR_INVALID for a pair the kernel does not serve.
 int cuda_test_matvec_glu(int type, const void *wg, const void *wu, int rows, int cols,
@@ -133,7 +134,8 @@ typedef struct cuda_mv_cfg {
                // register-streamed kernel (its types only; shape 0 the type's
                // (threads, rows a step, steps in flight), 1 (1024, 1, 1), 2
                // (512, 2, 1), 3 (768, 1, 2), 4 the wide format of Q4_K and Q5_K
-               // (mvr_w4.cuh), 5 the same at its ALT shape; chunk and stages
+               // (mvr_w4.cuh), 5 the same at its ALT shape, 6 FP8 E4M3 in 16-byte
+               // pieces (mvr_fp8w.cuh); chunk and stages
                // unused); 5: the
                // GEMM path's dequantization of all of W to f16 (cu_dequant_f16;
                // shape 1 to 5 deq_f16.cuh's other tiled shapes); 6: the same

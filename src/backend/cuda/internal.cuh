@@ -26,6 +26,8 @@ struct cu_ctx {
   int mv_glu_off;         // 1: gate/up and the gated unit as separate launches
   int mv_wide_off;        // 1: Q4_K/Q5_K rows of <= 8192 columns keep the 8-lane format
                           // of the register-streamed kernel (comparison; matvec.cu)
+  int mv_fp8w;            // 1: FP8 E4M3 on the register-streamed kernel's 16-byte-piece
+                          // format (mvr_fp8w.cuh, f16 x; opt-in, not yet measured)
   int pdl;                // 1: the decode kernels (all but the GEMM path's and flash
                           // attention) use programmatic dependent launch
   int pdl_v4;             // 1: the v4 matrix-vector kernel too (off by default)

@@ -91,8 +91,9 @@ static cudaError_t launch_v5(cu_ctx *c, const cu_weight *const *ws, float *const
                    ws[0]->cols, x, beta, 0);
 }
 
-// The register-streamed kernel (int8 x; f32 x for FP8); falls back to the
-// streamed one where x's copy does not fit in shared memory.
+// The register-streamed kernel (int8 x; f32 x for F16/BF16; f16 x for FP8
+// E4M3 under WICK_CUDA_FP8W=1); falls back to the streamed one where x's
+// copy does not fit in shared memory or (FP8) a row is no whole 4-block steps.
 template <int T, bool GLU>
 static cudaError_t launch_mvr(const cu_ctx *c, const mv_jobs &js, int cols, const float *x, int n,
                               float beta, int act) {
@@ -107,6 +108,10 @@ static cudaError_t launch_mvr(const cu_ctx *c, const mv_jobs &js, int cols, cons
           js, cols, x, n, beta, act, c->pdl != 0, c->st);
       if (e != cudaErrorInvalidValue) return e;
     }
+  }
+  if constexpr (T == WK_FP8_E4M3) {  // opt-in (WICK_CUDA_FP8W=1): rows of whole 4-block steps
+    cudaError_t e = mvr_fp8w_launch<T, GLU>(js, cols, x, n, beta, act, c->pdl != 0, c->st);
+    if (e != cudaErrorInvalidValue) return e;
   }
   if constexpr (mvr_has<T>::value) {
     using C = mvr_cfg<T, GLU>;
@@ -124,6 +129,7 @@ enum { KER_V4, KER_V5, KER_MVS, KER_MVR };
 template <int T>
 static int pick_kernel(const cu_ctx *c) {
   if (c->mv_f32x == MV_REG && mvr_has<T>::value) return KER_MVR;
+  if (c->mv_f32x == MV_REG && T == WK_FP8_E4M3 && c->mv_fp8w) return KER_MVR;  // opt-in
   int m = c->mv_f32x == MV_REG ? MV_INT8 : c->mv_f32x;
   if (m == MV_STREAM || (m == MV_INT8 && mvs_cfg<T>::DEFAULT)) return KER_MVS;
   return m == MV_INT8 && mvq_has<T>::value ? KER_V5 : KER_V4;

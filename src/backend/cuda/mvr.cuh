@@ -427,6 +427,56 @@ static __device__ __forceinline__ float mvr_stage_x(const float *__restrict__ x,
   return mv_rscale(block_sum(ss, red), cols, eps);  // block_sum's barriers cover xs
 }
 
+// Whether format F reads x as an f16 image staged by mvr_stage_ximg (the
+// FP8 wide format, mvr_fp8w.cuh) rather than as int8 or f32 x.
+template <class F>
+struct mvr_ximg {
+  static constexpr bool value = false;
+};
+
+// The block stages one token's x (times the folded norm's weights nw unless
+// NULL) as f16 times sigma, a power of two with max |x sigma| <= 4, into
+// img in the FP8 wide format's layout: per step of 512 columns 528 halves,
+// x at the places of the 4 blocks' code bytes and 0 at their scale bytes.
+// Every thread calls it; it ends on a barrier and returns the norm's 1 / rms
+// (1 without nw) divided by sigma. red: 32 floats of shared scratch.
+static __device__ __forceinline__ float mvr_stage_ximg(const float *__restrict__ x, int cols,
+                                                       const float *__restrict__ nw, float eps,
+                                                       __half *img, float *red) {
+  const float4 *xp = (const float4 *)x, *np = (const float4 *)nw;
+  float ss = 0.0f, am = 0.0f;
+  for (int i = threadIdx.x; i < cols / 4; i += blockDim.x) {
+    float4 v = __ldg(xp + i);
+    if (nw) {
+      const float4 w = __ldg(np + i);
+      ss += v.x * v.x + v.y * v.y + v.z * v.z + v.w * v.w;
+      v.x *= w.x, v.y *= w.y, v.z *= w.z, v.w *= w.w;
+    }
+    am = fmaxf(am, fmaxf(fmaxf(fabsf(v.x), fabsf(v.y)), fmaxf(fabsf(v.z), fabsf(v.w))));
+  }
+  am = block_max(am, red);
+  const float rs = nw ? mv_rscale(block_sum(ss, red), cols, eps) : 1.0f;
+  const float sig = am > 0.0f ? exp2f(floorf(log2f(4.0f / am))) : 1.0f;
+  uint2 *iw = (uint2 *)img;  // 132 words of 4 halves a step
+  for (int i = threadIdx.x; i < cols / 512 * 132; i += blockDim.x) {
+    const int s = i / 132, q = i % 132, b = q / 33, e = q % 33;
+    uint2 h = make_uint2(0u, 0u);
+    if (e > 0) {  // codes 4 (e - 1) .. + 3 of block b
+      const int c = 512 * s + 128 * b + 4 * (e - 1);
+      float4 v = __ldg(xp + c / 4);
+      if (nw) {
+        const float4 w = __ldg(np + c / 4);
+        v.x *= w.x, v.y *= w.y, v.z *= w.z, v.w *= w.w;
+      }
+      __half2 lo = __floats2half2_rn(v.x * sig, v.y * sig), hi = __floats2half2_rn(v.z * sig, v.w * sig);
+      h = make_uint2(*(const uint32_t *)&lo, *(const uint32_t *)&hi);
+    }
+    iw[i] = h;
+  }
+  __syncthreads();
+  return rs / sig;
+}
+
 // NT: the largest block (ptxas fits the registers to one such block an
 // SM); the launch may use smaller ones (mvr_launch). F: the lanes' format
 // (mvr_fmt<T>, or another layout of T's blocks: mvr_w4.cuh).
@@ -490,8 +540,9 @@ __global__ void __launch_bounds__(NT, 1) k_mvr(mv_jobs js, int cols, const float
   pdl_launch_next();
   pdl_wait();
   x += (size_t)tok * cols;
-  const float rs = F32X ? mvr_stage_x(x, cols, js.nw, js.eps, (float4 *)xq, red)
-                       : mv_round_x(x, cols, js.nw, js.eps, xq, xm, red);
+  const float rs = mvr_ximg<F>::value ? mvr_stage_ximg(x, cols, js.nw, js.eps, (__half *)xq, red)
+                   : F32X           ? mvr_stage_x(x, cols, js.nw, js.eps, (float4 *)xq, red)
+                                    : mv_round_x(x, cols, js.nw, js.eps, xq, xm, red);
 
   W w[D + 1][RW];  // ring of register sets: item i in w[i % (D + 1)]
 #pragma unroll
@@ -610,6 +661,7 @@ static cudaError_t mvr_launch(mv_jobs js, int cols, const float *x, int n, float
   return cu_launch(pdl, st, dim3(blocks, n), dim3(nt), smem, kern, js, cols, x, beta, act);
 }
 
-#include "backend/cuda/mvr_w4.cuh"  // the wide K-quant formats (opt-in)
+#include "backend/cuda/mvr_w4.cuh"    // the wide K-quant formats
+#include "backend/cuda/mvr_fp8w.cuh"  // the FP8 format in 16-byte pieces (opt-in)
 
 #endif
