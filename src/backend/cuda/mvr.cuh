@@ -405,21 +405,27 @@ struct mvr_f32x {
 // weights nw unless NULL) into shared memory xs as f32. Every thread of the
 // block calls it; it ends on a barrier and returns the norm's 1 / rms of x
 // (1 without nw) to all. red: 32 floats of shared scratch.
+// Float4 i of x times the folded norm's weights (np NULL: none); its
+// squares, before the weights, added to *ss.
+static __device__ __forceinline__ float4 mvr_xnorm4(const float4 *__restrict__ xp,
+                                                    const float4 *__restrict__ np, int i,
+                                                    float *ss) {
+  float4 v = __ldg(xp + i);
+  if (np) {
+    const float4 w = __ldg(np + i);
+    *ss += v.x * v.x + v.y * v.y + v.z * v.z + v.w * v.w;
+    v.x *= w.x, v.y *= w.y, v.z *= w.z, v.w *= w.w;
+  }
+  return v;
+}
+
 static __device__ __forceinline__ float mvr_stage_x(const float *__restrict__ x, int cols,
                                                     const float *__restrict__ nw, float eps,
                                                     float4 *xs, float *red) {
   float ss = 0.0f;
   const float4 *xp = (const float4 *)x, *np = (const float4 *)nw;
 #pragma unroll 2
-  for (int i = threadIdx.x; i < cols / 4; i += blockDim.x) {
-    float4 v = __ldg(xp + i);
-    if (nw) {
-      const float4 w = __ldg(np + i);
-      ss += v.x * v.x + v.y * v.y + v.z * v.z + v.w * v.w;
-      v.x *= w.x, v.y *= w.y, v.z *= w.z, v.w *= w.w;
-    }
-    xs[i] = v;
-  }
+  for (int i = threadIdx.x; i < cols / 4; i += blockDim.x) xs[i] = mvr_xnorm4(xp, np, i, &ss);
   if (!nw) {
     __syncthreads();
     return 1.0f;
@@ -444,14 +450,9 @@ static __device__ __forceinline__ float mvr_stage_ximg(const float *__restrict__
                                                        const float *__restrict__ nw, float eps,
                                                        __half *img, float *red) {
   const float4 *xp = (const float4 *)x, *np = (const float4 *)nw;
-  float ss = 0.0f, am = 0.0f;
+  float ss = 0.0f, am = 0.0f, unused = 0.0f;
   for (int i = threadIdx.x; i < cols / 4; i += blockDim.x) {
-    float4 v = __ldg(xp + i);
-    if (nw) {
-      const float4 w = __ldg(np + i);
-      ss += v.x * v.x + v.y * v.y + v.z * v.z + v.w * v.w;
-      v.x *= w.x, v.y *= w.y, v.z *= w.z, v.w *= w.w;
-    }
+    const float4 v = mvr_xnorm4(xp, np, i, &ss);
     am = fmaxf(am, fmaxf(fmaxf(fabsf(v.x), fabsf(v.y)), fmaxf(fabsf(v.z), fabsf(v.w))));
   }
   am = block_max(am, red);
@@ -462,12 +463,7 @@ static __device__ __forceinline__ float mvr_stage_ximg(const float *__restrict__
     const int s = i / 132, q = i % 132, b = q / 33, e = q % 33;
     uint2 h = make_uint2(0u, 0u);
     if (e > 0) {  // codes 4 (e - 1) .. + 3 of block b
-      const int c = 512 * s + 128 * b + 4 * (e - 1);
-      float4 v = __ldg(xp + c / 4);
-      if (nw) {
-        const float4 w = __ldg(np + c / 4);
-        v.x *= w.x, v.y *= w.y, v.z *= w.z, v.w *= w.w;
-      }
+      const float4 v = mvr_xnorm4(xp, np, (512 * s + 128 * b + 4 * (e - 1)) / 4, &unused);
       __half2 lo = __floats2half2_rn(v.x * sig, v.y * sig), hi = __floats2half2_rn(v.z * sig, v.w * sig);
       h = make_uint2(*(const uint32_t *)&lo, *(const uint32_t *)&hi);
     }
