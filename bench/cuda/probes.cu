@@ -28,6 +28,25 @@
 
 #define PCK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { printf("CUDA %s at %d\n", cudaGetErrorString(e_), __LINE__); exit(1); } } while (0)
 
+// Median microseconds of issue() over reps runs, timed by events on st.
+static double events_us(cudaStream_t st, int reps, const std::function<void()> &issue) {
+  cudaEvent_t a, b;
+  PCK(cudaEventCreate(&a)); PCK(cudaEventCreate(&b));
+  std::vector<float> v;
+  for (int r = 0; r < reps; r++) {
+    PCK(cudaEventRecord(a, st));
+    issue();
+    PCK(cudaEventRecord(b, st));
+    PCK(cudaEventSynchronize(b));
+    float ms;
+    PCK(cudaEventElapsedTime(&ms, a, b));
+    v.push_back(ms * 1e3f);
+  }
+  std::sort(v.begin(), v.end());
+  PCK(cudaEventDestroy(a)); PCK(cudaEventDestroy(b));
+  return v[reps / 2];
+}
+
 // Median microseconds of one launch over 7 replays of a graph of L launches
 // (launch(stream, pdl) issues one; pdl: the dependent-launch attribute).
 static double graph_us(const std::function<void(cudaStream_t, int)> &launch, int pdl, int L = 20) {
@@ -39,22 +58,9 @@ static double graph_us(const std::function<void(cudaStream_t, int)> &launch, int
   for (int i = 0; i < L; i++) launch(st, pdl);
   PCK(cudaStreamEndCapture(st, &gr));
   PCK(cudaGraphInstantiate(&ge, gr, 0));
-  cudaEvent_t a, b;
-  PCK(cudaEventCreate(&a)); PCK(cudaEventCreate(&b));
-  std::vector<float> v;
-  for (int r = 0; r < 7; r++) {
-    PCK(cudaEventRecord(a, st));
-    PCK(cudaGraphLaunch(ge, st));
-    PCK(cudaEventRecord(b, st));
-    PCK(cudaEventSynchronize(b));
-    float ms;
-    PCK(cudaEventElapsedTime(&ms, a, b));
-    v.push_back(ms * 1e3f / L);
-  }
-  std::sort(v.begin(), v.end());
+  double us = events_us(st, 7, [&] { PCK(cudaGraphLaunch(ge, st)); }) / L;
   PCK(cudaGraphExecDestroy(ge)); PCK(cudaGraphDestroy(gr)); PCK(cudaStreamDestroy(st));
-  PCK(cudaEventDestroy(a)); PCK(cudaEventDestroy(b));
-  return v[3];
+  return us;
 }
 
 // Launches kern on a grid of `blocks` with the dependent-launch attribute if pdl.
@@ -77,22 +83,9 @@ static double copy_gbps() {
   void *s, *d;
   PCK(cudaMalloc(&s, cb)); PCK(cudaMalloc(&d, cb));
   PCK(cudaMemset(s, 1, cb));
-  cudaEvent_t a, b;
-  PCK(cudaEventCreate(&a)); PCK(cudaEventCreate(&b));
-  std::vector<float> v;
-  for (int r = 0; r < 5; r++) {
-    PCK(cudaEventRecord(a));
-    PCK(cudaMemcpyAsync(d, s, cb, cudaMemcpyDeviceToDevice));
-    PCK(cudaEventRecord(b));
-    PCK(cudaEventSynchronize(b));
-    float ms;
-    PCK(cudaEventElapsedTime(&ms, a, b));
-    v.push_back(ms);
-  }
-  std::sort(v.begin(), v.end());
-  PCK(cudaEventDestroy(a)); PCK(cudaEventDestroy(b));
+  double us = events_us(0, 5, [&] { PCK(cudaMemcpyAsync(d, s, cb, cudaMemcpyDeviceToDevice)); });
   PCK(cudaFree(s)); PCK(cudaFree(d));
-  return 2.0 * cb / (v[2] * 1e-3) / 1e9;
+  return 2.0 * cb / (us * 1e-6) / 1e9;
 }
 
 template <int NT, int D, int MINB>
@@ -177,8 +170,6 @@ static __device__ __forceinline__ void mma_u8s8(int *d, uint32_t a0, uint32_t a1
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
-static __device__ __forceinline__ uint4 ldg16(const uint8_t *p) { return __ldg((const uint4 *)p); }
-
 // ---------------------------------------------------------------- FP8
 // Group: 4 blocks (512 columns, 528 bytes a row, 33 16-byte chunks). Item i
 // (0..8) of a group: lane (g, t) holds chunk c = 4i + t of rows g and g + 8.
@@ -206,7 +197,7 @@ __global__ void __launch_bounds__(NT, 1)
     if (ln < n1) {
       const int c = 4 * li + t;
       const uint8_t *q = lp + 8 * rb;
-      if (c <= 32) r.a = ldg16(lp + 16 * c), r.b = ldg16(q + 16 * c);
+      if (c <= 32) r.a = mvr_ld16(lp + 16 * c), r.b = mvr_ld16(q + 16 * c);
       else r.a = r.b = make_uint4(0, 0, 0, 0);
       if (li == 8 || ln == n1 - 1)
         r.sa = __ldg((const float *)(lp + 132 * t)), r.sb = __ldg((const float *)(q + 132 * t));
@@ -335,8 +326,8 @@ __global__ void __launch_bounds__(NT, 1)
     if (ln < n1) {
       const int c = 4 * lh + t;
       const uint8_t *q = lp + 8 * rb;
-      r.a = ldg16(lp + 16 + 16 * c), r.b = ldg16(q + 16 + 16 * c);
-      if (lh == 1 || ln == n1 - 1) r.ha = ldg16(lp), r.hb = ldg16(q);
+      r.a = mvr_ld16(lp + 16 + 16 * c), r.b = mvr_ld16(q + 16 + 16 * c);
+      if (lh == 1 || ln == n1 - 1) r.ha = mvr_ld16(lp), r.hb = mvr_ld16(q);
     }
     ln++;
     if (++lh == 2) {

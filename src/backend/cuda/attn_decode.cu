@@ -187,25 +187,26 @@ __global__ void __launch_bounds__(AD_THREADS)
 
 // A kernel to launch: its function, threads and shared memory (g heads a
 // group; GM: the most its instance serves). The block-tile kernel, and the
-// warp-tile kernel of configuration C (adw_cfg).
+// warp-tile and tensor-core kernels of configuration C.
 template <int HD, int GM>
 struct ad_tile {
   static auto kern() { return k_attn_decode<HD, GM>; }
   static constexpr int THREADS = AD_THREADS, GMAX = GM, PER_SM = 4;  // 55 KB at head dim 128
   static size_t bytes(int g) { return ad_smem<HD>::bytes(g); }
 };
+// The shape of a kernel whose configuration C says it (adw_cfg, adm_cfg).
 template <class C>
-struct ad_warps {
-  static auto kern() { return k_attn_decode_warps<C>; }
+struct ad_by_cfg {
   static constexpr int THREADS = C::THREADS, GMAX = C::gm, PER_SM = C::PER_SM;
   static size_t bytes(int g) { return C::bytes(g); }
 };
-
 template <class C>
-struct ad_mma {
+struct ad_warps : ad_by_cfg<C> {
+  static auto kern() { return k_attn_decode_warps<C>; }
+};
+template <class C>
+struct ad_mma : ad_by_cfg<C> {
   static auto kern() { return k_attn_decode_mma<C>; }
-  static constexpr int THREADS = C::THREADS, GMAX = C::gm, PER_SM = C::PER_SM;
-  static size_t bytes(int g) { return C::bytes(g); }
 };
 
 template <class K>

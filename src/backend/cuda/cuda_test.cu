@@ -439,7 +439,8 @@ static cudaError_t bench_mvs(int shape, const uint8_t *w, size_t rb, int rows, i
 
 // The register-streamed kernel, shape 0 its (threads, rows a step, items in
 // flight) for the type, 1 (1024, 1, 1), 2 (512, 2, 1), 3 (768, 1, 2), 4 the
-// wide format at its shape (Q4_K, Q5_K: mvr_w4.cuh), 5 at its ALT shape.
+// wide format at its shape (Q4_K, Q5_K: mvr_w4.cuh), 5 at its ALT shape, 6
+// FP8 E4M3 in 16-byte pieces (mvr_fp8w.cuh).
 template <int T>
 static cudaError_t bench_mvr(int shape, const uint8_t *w, size_t rb, int rows, int cols,
                              const float *x, float *y, bool pdl, cudaStream_t st) {

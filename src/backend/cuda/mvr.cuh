@@ -21,7 +21,9 @@
 // K-quants (1024 columns) and FP8 (512) 4 (super-)blocks, 8 lanes each
 // (lane / 8 the block, j = lane % 8 the lane in it); for Q8_0 (1024) 32
 // blocks, a lane each; for F16/BF16 (256) 8 blocks, 4 lanes each (mvr_w4.cuh:
-// an opt-in Q4_K/Q5_K format of 2048 columns, 4 lanes a super-block). An item is a
+// a Q4_K/Q5_K format of 2048 columns, 4 lanes a super-block, the default for
+// rows of up to 8192 columns; mvr_fp8w.cuh: FP8 E4M3 in 16-byte pieces,
+// opt-in). An item is a
 // step (GLU: a step of the gate rows, then the same step of the up rows);
 // a warp's items, unit after unit, are one stream: the loads of item i + D
 // are issued before item i is computed (a ring of D + 1 register sets),
@@ -401,10 +403,6 @@ struct mvr_f32x {
       T == WK_FP8_E4M3 || T == WK_FP8_E5M2 || T == WK_F16 || T == WK_BF16;
 };
 
-// The block copies one token's x (cols floats, times the folded norm's
-// weights nw unless NULL) into shared memory xs as f32. Every thread of the
-// block calls it; it ends on a barrier and returns the norm's 1 / rms of x
-// (1 without nw) to all. red: 32 floats of shared scratch.
 // Float4 i of x times the folded norm's weights (np NULL: none); its
 // squares, before the weights, added to *ss.
 static __device__ __forceinline__ float4 mvr_xnorm4(const float4 *__restrict__ xp,
@@ -419,6 +417,10 @@ static __device__ __forceinline__ float4 mvr_xnorm4(const float4 *__restrict__ x
   return v;
 }
 
+// The block copies one token's x (cols floats, times the folded norm's
+// weights nw unless NULL) into shared memory xs as f32. Every thread of the
+// block calls it; it ends on a barrier and returns the norm's 1 / rms of x
+// (1 without nw) to all. red: 32 floats of shared scratch.
 static __device__ __forceinline__ float mvr_stage_x(const float *__restrict__ x, int cols,
                                                     const float *__restrict__ nw, float eps,
                                                     float4 *xs, float *red) {

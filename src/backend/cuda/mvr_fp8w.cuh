@@ -55,6 +55,14 @@ struct mvr_fp8w {
     x.p = (const uint4 *)(img + 16 * l), x.pe = (const uint2 *)(img + 512 + 4 * (l & 3));
   }
   static __device__ __forceinline__ __half2 h2(uint32_t v) { return *(const __half2 *)&v; }
+  // acc + codes (a word of 4) times x (their 4 halves in x01, x23), packed.
+  static __device__ __forceinline__ __half2 fma4(uint32_t codes, uint32_t x01, uint32_t x23,
+                                                 __half2 acc) {
+    __half2_raw c0 = __nv_cvt_fp8x2_to_halfraw2((__nv_fp8x2_storage_t)(codes & 0xffffu), __NV_E4M3);
+    __half2_raw c1 = __nv_cvt_fp8x2_to_halfraw2((__nv_fp8x2_storage_t)(codes >> 16), __NV_E4M3);
+    acc = __hfma2(*(const __half2 *)&c0, h2(x01), acc);
+    return __hfma2(*(const __half2 *)&c1, h2(x23), acc);
+  }
   static __device__ __forceinline__ float dot(const w_t &w, const x_t &x, int) {
     const int l = threadIdx.x & 31, sb = l >> 3;
     const bool scale_lane = (l & 7) == 0;  // piece 8 sb holds block sb's scale in word sb
@@ -72,17 +80,11 @@ struct mvr_fp8w {
     __half2 acc = __float2half2_rn(0.0f), pre = acc;
 #pragma unroll
     for (int e = 0; e < 4; e++) {
-      __half2_raw c0 = __nv_cvt_fp8x2_to_halfraw2((__nv_fp8x2_storage_t)(q[e] & 0xffffu), __NV_E4M3);
-      __half2_raw c1 = __nv_cvt_fp8x2_to_halfraw2((__nv_fp8x2_storage_t)(q[e] >> 16), __NV_E4M3);
-      acc = __hfma2(*(const __half2 *)&c0, h2(xv[2 * e]), acc);
-      acc = __hfma2(*(const __half2 *)&c1, h2(xv[2 * e + 1]), acc);
+      acc = fma4(q[e], xv[2 * e], xv[2 * e + 1], acc);
       pre = e < split ? acc : pre;
     }
     const uint2 xe = *x.pe;  // piece 32's word: block 3, as the rest of lanes 28..31's piece
-    __half2_raw c0 = __nv_cvt_fp8x2_to_halfraw2((__nv_fp8x2_storage_t)(w.e & 0xffffu), __NV_E4M3);
-    __half2_raw c1 = __nv_cvt_fp8x2_to_halfraw2((__nv_fp8x2_storage_t)(w.e >> 16), __NV_E4M3);
-    acc = __hfma2(*(const __half2 *)&c0, h2(xe.x), acc);
-    acc = __hfma2(*(const __half2 *)&c1, h2(xe.y), acc);
+    acc = fma4(w.e, xe.x, xe.y, acc);
     const float2 fa = __half22float2(acc), fp = __half22float2(pre);
     // s1 on everything, s0 - s1 on the words before the split (0 unless it straddles)
     return fmaf(s0 - s1, fp.x + fp.y, s1 * (fa.x + fa.y));
