@@ -5,6 +5,7 @@
 //   bench_cuda matvec COPY_GBPS
 //   bench_cuda sweep COPY_GBPS          (shapes of the streamed matrix-vector kernel)
 //   bench_cuda dequant COPY_GBPS        (the GEMM path's dequantization to f16)
+//   bench_cuda rows COPY_GBPS           (the register kernel by row count, 4096 columns)
 //   bench_cuda mvone TYPE [PATH]        (one plain launch per shape, for ncu; PATH as
 //                                        cuda_test_matmul's, default 0)
 //   bench_cuda model FILE [prefill_tokens [chunk [decode_steps]]]
@@ -202,6 +203,52 @@ static int bench_sweep(double copy_gbps) {
   return 0;
 }
 
+// Row counts against the one wave of 132 x 32 warps the register kernel
+// spreads its rows over (cols 4096): 4224, 8448 and 12672 rows give every
+// warp the same number of rows, the model's 4096, 6144 and 14336 do not; so
+// the per-row-count rates show what the uneven last round costs.
+static int bench_rows(double copy_gbps) {
+  static const int types[] = {WK_F16, WK_Q8_0, WK_Q4_K, WK_Q6_K, WK_FP8_E4M3};
+  static const int64_t rows[] = {4096, 4224, 6144, 8448, 12672, 14336, 16896};
+  static const cuda_mv_cfg cfg[] = {{4, 1, 0, 0, 0}, {4, 1, 4, 0, 0}, {4, 1, 6, 0, 0}};
+  static const char *cname[] = {"reg+pdl", "w4+pdl", "fp8w+pdl"};
+  enum { NR = sizeof rows / sizeof rows[0], NC = sizeof cfg / sizeof cfg[0] };
+  const int64_t C = 4096;
+  wk_pool *pool = wk_pool_create((int)sysconf(_SC_NPROCESSORS_ONLN));
+  printf("rows x 4096, %% of the copy rate:\n%-20s", "type/kernel");
+  for (int r = 0; r < NR; r++) printf(" %7lld", (long long)rows[r]);
+  printf("\n");
+  for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+    int t = types[i];
+    double pct[NC][NR];
+    memset(pct, 0, sizeof pct);
+    for (int r = 0; r < NR; r++) {
+      uint8_t *w = make_weights(pool, t, rows[r], C);
+      double us[NC];
+      wk_error err = {{0}};
+      if (cuda_bench_matvec(t, w, (int)rows[r], (int)C, 200, cfg, NC, us, &err) != WICK_OK) {
+        printf("FAIL: %s\n", err.msg);
+        return 1;
+      }
+      for (int c = 0; c < NC; c++)
+        if (us[c] > 0)
+          pct[c][r] = 100.0 * (double)wk_row_size(t, C) * rows[r] / us[c] / 1e3 / copy_gbps;
+      wk_free(w);
+    }
+    for (int c = 0; c < NC; c++) {
+      if (pct[c][0] <= 0) continue;
+      char name[40];
+      snprintf(name, sizeof name, "%s/%s", wk_type_get(t)->name, cname[c]);
+      printf("%-20s", name);
+      for (int r = 0; r < NR; r++) printf(" %6.1f%%", pct[c][r]);
+      printf("\n");
+    }
+    fflush(stdout);
+  }
+  wk_pool_destroy(pool);
+  return 0;
+}
+
 static int bench_mvone(const char *tname, int path) {
   int t = wk_type_from_name(tname);
   if (t < 0) return 2;
@@ -351,11 +398,12 @@ int main(int argc, char **argv) {
   if (argc >= 3 && !strcmp(argv[1], "matvec")) return bench_matvec(atof(argv[2]));
   if (argc >= 3 && !strcmp(argv[1], "sweep")) return bench_sweep(atof(argv[2]));
   if (argc >= 3 && !strcmp(argv[1], "dequant")) return bench_dequant(atof(argv[2]));
+  if (argc >= 3 && !strcmp(argv[1], "rows")) return bench_rows(atof(argv[2]));
   if (argc >= 3 && !strcmp(argv[1], "mvone"))
     return bench_mvone(argv[2], argc > 3 ? atoi(argv[3]) : 0);
   if (argc >= 3 && !strcmp(argv[1], "model"))
     return bench_model(argv[2], argc > 3 ? atoi(argv[3]) : 4096, argc > 4 ? atoi(argv[4]) : 1024,
                        argc > 5 ? atoi(argv[5]) : 128);
-  fprintf(stderr, "usage: bench_cuda ceil | matvec COPY_GBPS | sweep COPY_GBPS | dequant COPY_GBPS | model FILE [prefill [chunk [decode]]]\n");
+  fprintf(stderr, "usage: bench_cuda ceil | matvec COPY_GBPS | sweep COPY_GBPS | dequant COPY_GBPS | rows COPY_GBPS | model FILE [prefill [chunk [decode]]]\n");
   return 2;
 }

@@ -10,6 +10,8 @@
 #   matvec  matrix-vector table, % of the copy bandwidth (bench_cuda matvec)
 #   sweep   the streamed kernels' block shapes (bench_cuda sweep $SWEEP; SWEEP v6 or v8)
 #   dequant the GEMM path's dequantization to f16 (bench_cuda dequant)
+#   rows    the register kernel by row count at 4096 columns (bench_cuda rows), again
+#           under each setting in ROWS_AB
 #   cpu     the CPU kernel tests on the device host's CPU (its AVX-512 level)
 #   model   Llama-3-8B shape, TYPES (default q4_k_m fp8_e4m3 bf16), `bench_cuda model FILE
 #           $ARGS` (default 4096 4096 64: a 4096-token prefill, decode at context 16 and
@@ -147,6 +149,14 @@ fi
 if has dequant; then
   say "== dequantization to f16 ($(since))"
   timeout 90 $B/bench_cuda dequant "$BW" 2>&1 | grep -v RESULT | tee -a "$LOG"
+fi
+if has rows; then
+  for ab in base ${ROWS_AB:-}; do
+    envs=()
+    [ "$ab" != base ] && IFS=, read -r -a envs <<< "$ab"
+    say "== matrix-vector by row count, $ab ($(since))"
+    env "${envs[@]}" timeout 150 $B/bench_cuda rows "$BW" 2>&1 | tee -a "$LOG"
+  done
 fi
 if has sweep; then
   say "== sweep ($(since))"

@@ -326,6 +326,10 @@ static int cuda_prepare(wk_backend *b, const wk_model *m, const wk_backend_param
   // x (mvr_fp8w.cuh; opt-in until measured on a device).
   const char *f8 = getenv("WICK_CUDA_FP8W");
   s->c.mv_fp8w = f8 && f8[0] == '1';
+  // WICK_CUDA_MVR=late, whole or late+whole: the register-streamed kernel's
+  // F16/BF16/FP8 products as in session 6 (first weight loads after x is
+  // staged; whole rows a warp) for comparison (internal.cuh, mvr.cuh).
+  s->c.mv_mvr = mvr_opts_env();
   // WICK_CUDA_ATTN=warp: decode attention on the warp-per-key kernel;
   // =nomerge: the group kernel with a combine launch; =postapart: the Q/K/V
   // epilogue as its own launch in decode too; =group1: the session-3 decode

@@ -448,6 +448,7 @@ static cudaError_t bench_mvr(int shape, const uint8_t *w, size_t rb, int rows, i
     mv_jobs js = {};
     js.j[0] = {w, rb, rows, 0, y};
     js.n = 1;
+    js.mvr = mvr_opts_env();
     using C = mvr_cfg<T, false>;
     if (shape == 0)
       return mvr_launch<T, C::NT, C::RW, C::D, false>(js, cols, x, 1, 0.0f, 0, pdl, st);

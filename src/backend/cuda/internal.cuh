@@ -3,6 +3,9 @@
 #ifndef WICK_BACKEND_CUDA_INTERNAL_CUH
 #define WICK_BACKEND_CUDA_INTERNAL_CUH
 
+#include <stdlib.h>
+#include <string.h>
+
 #include "backend/cuda/helpers.cuh"
 
 // A weight on the device, in its file format: rows of row_bytes bytes.
@@ -12,6 +15,18 @@ struct cu_weight {
   int rows, cols;    // output features, input features (cols % 32 == 0)
   size_t row_bytes;
 };
+
+// Comparison options of the register-streamed kernel for the f32-x types
+// (mv_jobs::mvr, cu_ctx::mv_mvr; mvr.cuh): MVR_LATE, the first weight
+// loads after x is staged (behind an L2 prefetch of the first unit), not
+// before the wait for the previous kernel; MVR_WHOLE, a grid of whole units
+// a warp, not the whole wave with units split between warps. mvr_opts_env:
+// those named in WICK_CUDA_MVR ("late", "whole", or both).
+enum { MVR_LATE = 1, MVR_WHOLE = 2 };
+static inline int mvr_opts_env(void) {
+  const char *e = getenv("WICK_CUDA_MVR");
+  return (e && strstr(e, "late") ? MVR_LATE : 0) | (e && strstr(e, "whole") ? MVR_WHOLE : 0);
+}
 
 // What every op needs: the stream, the cuBLAS handle and scratch space.
 struct cu_ctx {
@@ -28,6 +43,7 @@ struct cu_ctx {
                           // of the register-streamed kernel (comparison; matvec.cu)
   int mv_fp8w;            // 1: FP8 E4M3 on the register-streamed kernel's 16-byte-piece
                           // format (mvr_fp8w.cuh, f16 x; opt-in, not yet measured)
+  int mv_mvr;             // the register-streamed kernel's comparison options (MVR_*)
   int pdl;                // 1: the decode kernels (all but the GEMM path's and flash
                           // attention) use programmatic dependent launch
   int pdl_v4;             // 1: the v4 matrix-vector kernel too (off by default)

@@ -95,8 +95,10 @@ static cudaError_t launch_v5(cu_ctx *c, const cu_weight *const *ws, float *const
 // E4M3 under WICK_CUDA_FP8W=1); falls back to the streamed one where x's
 // copy does not fit in shared memory or (FP8) a row is no whole 4-block steps.
 template <int T, bool GLU>
-static cudaError_t launch_mvr(const cu_ctx *c, const mv_jobs &js, int cols, const float *x, int n,
+static cudaError_t launch_mvr(const cu_ctx *c, const mv_jobs &jobs, int cols, const float *x, int n,
                               float beta, int act) {
+  mv_jobs js = jobs;
+  js.mvr = c->mv_mvr;
   if constexpr (T == WK_Q4_K || T == WK_Q5_K) {
     // Rows of up to 8192 columns (Q/K/V, o and gate/up of an 8B model):
     // the wide format (mvr_w4.cuh), fewer instructions a byte; longer rows

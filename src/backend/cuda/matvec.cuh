@@ -28,6 +28,7 @@ struct mv_jobs {
   const float *nw;  // [cols] folded RMSNorm (streamed kernels): x read as rmsnorm(x) * nw;
                     // NULL: x as it is
   float eps;        // the norm's epsilon
+  int mvr;          // the register-streamed kernel's comparison options (MVR_*: internal.cuh)
 };
 
 // The folded norm on one group of 32 x values: adds their squares to *ss

@@ -3,21 +3,28 @@
 // x (F16 and BF16 too; FP8 has a format but is not chosen by default:
 // mvr_has): weights read
 // straight into registers by coalesced loads, D steps ahead of the
-// arithmetic, many warps an SM and no block-wide barrier after the prologue.
+// arithmetic, many warps an SM and no block-wide barrier between the
+// prologue and the end.
 //
-// Prologue (per block, one token: blockIdx.y): each warp prefetches the
-// first PF steps of its first unit into L2 (weights do not depend on the
-// previous kernel; a prefetch holds no registers, which the pipeline below
-// needs), lets the next grid launch, waits for the previous one, then the
-// block rounds its token's x to int8 per 32 values into shared memory
-// (matvec.cuh's mv_round_x, the folded RMSNorm applied there: ~1.25 bytes a
-// column; the float types: x copied as f32, times the norm's weights,
-// mvr_stage_x: 4 bytes a column) and meets at one barrier.
+// Prologue (per block, one token: blockIdx.y): each warp prefetches PF
+// steps of its first unit into L2 (weights do not depend on the previous
+// kernel; a prefetch holds no registers), the f32-x types also load their
+// first D items into registers (session 7; the int8-x types load them after
+// x is staged, after the first PF steps' prefetch), lets the next grid
+// launch, waits for the previous one, then the block rounds its token's x
+// to int8 per 32 values into shared memory (matvec.cuh's mv_round_x, the
+// folded RMSNorm applied there: ~1.25 bytes a column; the float types: x
+// copied as f32, times the norm's weights, mvr_stage_x: 4 bytes a column)
+// and meets at one barrier.
 //
 // Work: a unit is RW consecutive rows of one job (GLU: RW gate rows and the
-// same RW up rows). The grid is one wave of resident warps; warp w of the
-// grid takes units w, w + W, w + 2W, ... (W warps a token), so blocks never
-// wait for each other. A step covers 32 lanes' pieces of RW rows: for the
+// same RW up rows). The grid is one wave of resident warps, in one of two
+// ways (mvr_launch): whole units, warp w of the grid taking units w, w + W,
+// w + 2W, ... (W warps a token; the int8-x types), or split (the f32-x
+// types): each block takes a contiguous share of the units and its warps
+// split that share's items evenly (mvr_share), a unit's parts summed in
+// warp order at the end through shared memory. A step covers 32 lanes'
+// pieces of RW rows: for the
 // K-quants (1024 columns) and FP8 (512) 4 (super-)blocks, 8 lanes each
 // (lane / 8 the block, j = lane % 8 the lane in it); for Q8_0 (1024) 32
 // blocks, a lane each; for F16/BF16 (256) 8 blocks, 4 lanes each (mvr_w4.cuh:
@@ -475,6 +482,22 @@ static __device__ __forceinline__ float mvr_stage_ximg(const float *__restrict__
   return rs / sig;
 }
 
+// The block's units are a contiguous share of the grid's; its items (unit
+// after unit, in groups of M: GLU's gate/up pairs) are split evenly among
+// its nw warps: warp w takes groups [at(w), at(w + 1)) of the block's
+// token, counted from the first unit's (at(nw): the block's end). 32-bit
+// arithmetic throughout (n = q d + r: n w / d = q w + r w / d).
+struct mvr_share {
+  int g0, q, r, nw;  // the block's first group; its groups = q nw + r
+  __device__ mvr_share(int units, int groups, int nwarps) : nw(nwarps) {
+    const int gx = gridDim.x, bx = blockIdx.x, uq = units / gx, ur = units % gx;
+    const int u0 = uq * bx + ur * bx / gx, u1 = uq * (bx + 1) + ur * (bx + 1) / gx;
+    const int n = (u1 - u0) * groups;
+    g0 = u0 * groups, q = n / nw, r = n % nw;
+  }
+  __device__ int at(int w) const { return g0 + q * w + r * w / nw; }
+};
+
 // NT: the largest block (ptxas fits the registers to one such block an
 // SM); the launch may use smaller ones (mvr_launch). F: the lanes' format
 // (mvr_fmt<T>, or another layout of T's blocks: mvr_w4.cuh).
@@ -488,22 +511,34 @@ __global__ void __launch_bounds__(NT, 1) k_mvr(mv_jobs js, int cols, const float
   static_assert(!GLU || (D + 1) % 2 == 0, "gate and up items alternate: an even ring");
   extern __shared__ uint4 mvr_smem[];
   __shared__ float red[32];
+  __shared__ float part[NT / 32][2][M][RW];  // split units: a warp's first (0) and last (1) unit
   uint8_t *xq = (uint8_t *)mvr_smem;  // F32X: x in f32; else int8 x, then xm
   uint2 *xm = (uint2 *)(xq + cols);
-  const int lane = threadIdx.x & 31, tok = blockIdx.y;
+  const int lane = threadIdx.x & 31, tok = blockIdx.y, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
   const int sub = lane / F::LPB, j = lane % F::LPB;  // block of the step, lane in the block
   const int bpr = cols / qtype<T>::BLOCK, steps = (bpr + BPS - 1) / BPS, items = M * steps;
   const size_t row_bytes = js.j[0].row_bytes;
   const int units = js.j[0].nblk + (js.n > 1 ? js.j[1].nblk : 0) + (js.n > 2 ? js.j[2].nblk : 0);
-  const int nw = blockDim.x >> 5, gw = blockIdx.x * nw + (threadIdx.x >> 5), tw = gridDim.x * nw;
-  const int total = gw < units ? ((units - 1 - gw) / tw + 1) * items : 0;  // the warp's items
+  // The warp's items: whole units fu, fu + us, ... (MVR_WHOLE: warp gw of
+  // the grid takes units gw, gw + W, ...; no unit is split) or a contiguous
+  // range starting at item fi of unit fu (mvr_share; us 1).
+  const bool whole = !F32X || (js.mvr & MVR_WHOLE);  // int8 x: always (mvr_launch)
+  int fu, fi = 0, us = 1, total;
+  if (whole) {
+    const int gw = blockIdx.x * nw + warp, tw = gridDim.x * nw;
+    fu = gw, us = tw, total = gw < units ? ((units - 1 - gw) / tw + 1) * items : 0;
+  } else {
+    const mvr_share sh(units, items / M, nw);
+    const int s0 = sh.at(warp) * M;
+    total = sh.at(warp + 1) * M - s0, fu = s0 / items, fi = s0 % items;
+  }
   const uintptr_t up = GLU ? (uintptr_t)js.j[1].W - (uintptr_t)js.j[0].W : 0;  // up - gate row
 
   // Loads: item li of unit lu; lp[r] the start of the unit's row r (GLU:
   // its gate row). An item is a step (GLU: a step of the gate rows, then
   // the same step of the up rows).
   const uint8_t *lp[RW];
-  int lu = gw, li = 0;
+  int lu = fu, li = fi;
   auto set_rows = [&](int u) {
     int tj, ji = mvs_job(js, u, &tj);
     int rows = ji == 0 ? js.j[0].rows : ji == 1 ? js.j[1].rows : js.j[2].rows;
@@ -517,17 +552,22 @@ __global__ void __launch_bounds__(NT, 1) k_mvr(mv_jobs js, int cols, const float
 #pragma unroll
     for (int r = 0; r < RW; r++) F::load(w[r], mvr_at(lp[r] + off, m ? up : 0), j);
     if (++li == items) {
-      li = 0, lu += tw;
+      li = 0, lu += us;
       if (lu < units) set_rows(lu);
     }
   };
 
-  // Before the wait: the first unit's first PF steps into L2 (a lane a
-  // 32nd of each row's step), so they arrive while x is rounded.
+  // Before the wait (weights do not depend on the previous kernel): the
+  // first unit's PF steps after the first D items into L2 (a lane a 32nd
+  // of each row's step), then the first D items into registers, so both
+  // arrive while the previous kernel ends and x is rounded.
+  W w[D + 1][RW];  // ring of register sets: item i in w[i % (D + 1)]
+  const bool late = !F32X || (js.mvr & MVR_LATE);
   if (total > 0) {
-    set_rows(gw);
+    set_rows(fu);
     const size_t step_bytes = (size_t)BPS * BYTES, last = (size_t)bpr * BYTES - 1;
-    for (int s = 0; s < PF && s < steps; s++) {
+    const int p0 = (late ? fi : fi + D) / M;
+    for (int s = p0; s < p0 + PF && s < steps; s++) {
       size_t off = min((size_t)s * step_bytes + (size_t)lane * step_bytes / 32, last);
 #pragma unroll
       for (int m = 0; m < M; m++)
@@ -535,43 +575,58 @@ __global__ void __launch_bounds__(NT, 1) k_mvr(mv_jobs js, int cols, const float
         for (int r = 0; r < RW; r++) mvr_prefetch(mvr_at(lp[r] + off, m ? up : 0));
     }
   }
+  if (!late)
+#pragma unroll
+    for (int k = 0; k < D; k++)
+      if (k < total) load(w[k], GLU ? k & 1 : 0);
   pdl_launch_next();
   pdl_wait();
   x += (size_t)tok * cols;
   const float rs = mvr_ximg<F>::value ? mvr_stage_ximg(x, cols, js.nw, js.eps, (__half *)xq, red)
                    : F32X           ? mvr_stage_x(x, cols, js.nw, js.eps, (float4 *)xq, red)
                                     : mv_round_x(x, cols, js.nw, js.eps, xq, xm, red);
-
-  W w[D + 1][RW];  // ring of register sets: item i in w[i % (D + 1)]
+  if (late)
 #pragma unroll
-  for (int k = 0; k < D; k++)
-    if (k < total) load(w[k], GLU ? k & 1 : 0);
+    for (int k = 0; k < D; k++)
+      if (k < total) load(w[k], GLU ? k & 1 : 0);
 
+  // Unit u's row sums (a[m][r], whole rows) times rs into y.
+  auto emit = [&](int u, float (*a)[RW]) {
+    int tj, ji = mvs_job(js, u, &tj);
+    int rows = ji == 0 ? js.j[0].rows : ji == 1 ? js.j[1].rows : js.j[2].rows;
+    float *y = (ji == 0 ? js.j[0].y : ji == 1 ? js.j[1].y : js.j[2].y) + (size_t)tok * rows;
+#pragma unroll
+    for (int r = 0; r < RW; r++) {
+      int row = tj * RW + r;
+      if (row >= rows) break;
+      if constexpr (GLU)
+        y[row] = glu_act(a[0][r] * rs, act) * (a[M - 1][r] * rs);
+      else
+        y[row] = beta != 0.0f ? a[0][r] * rs + beta * y[row] : a[0][r] * rs;
+    }
+  };
   // Arithmetic: item ci of unit cu.
-  int cu = gw, ci = 0;
+  int cu = fu, ci = fi;
   float acc[M][RW];
 #pragma unroll
   for (int m = 0; m < M; m++)
 #pragma unroll
     for (int r = 0; r < RW; r++) acc[m][r] = 0.0f;
-  auto finish = [&]() {  // the unit's row sums
-    int tj, ji = mvs_job(js, cu, &tj);
+  // The unit's sums over the warp's items of it: written when they are the
+  // whole row, else kept in part[warp][0: its first unit, 1: its last].
+  auto finish = [&](int slot) {  // slot -1: whole rows
 #pragma unroll
     for (int m = 0; m < M; m++)
 #pragma unroll
-      for (int r = 0; r < RW; r++) acc[m][r] = warp_sum(acc[m][r]) * rs;
+      for (int r = 0; r < RW; r++) acc[m][r] = warp_sum(acc[m][r]);
     if (lane == 0) {
-      int rows = ji == 0 ? js.j[0].rows : ji == 1 ? js.j[1].rows : js.j[2].rows;
-      float *y = (ji == 0 ? js.j[0].y : ji == 1 ? js.j[1].y : js.j[2].y) + (size_t)tok * rows;
+      if (slot < 0)
+        emit(cu, acc);
+      else
 #pragma unroll
-      for (int r = 0; r < RW; r++) {
-        int row = tj * RW + r;
-        if (row >= rows) break;
-        if constexpr (GLU)
-          y[row] = glu_act(acc[0][r], act) * acc[M - 1][r];
-        else
-          y[row] = beta != 0.0f ? acc[0][r] + beta * y[row] : acc[0][r];
-      }
+        for (int m = 0; m < M; m++)
+#pragma unroll
+          for (int r = 0; r < RW; r++) part[warp][slot][m][r] = acc[m][r];
     }
 #pragma unroll
     for (int m = 0; m < M; m++)
@@ -585,7 +640,7 @@ __global__ void __launch_bounds__(NT, 1) k_mvr(mv_jobs js, int cols, const float
     F::load_x(xv, xq, xm, ok ? b : bpr - 1, j, ok);
 #pragma unroll
     for (int r = 0; r < RW; r++) acc[m][r] += F::dot(w[r], xv, j);
-    if (++ci == items) finish(), ci = 0, cu += tw;
+    if (++ci == items) finish(cu == fu && fi != 0 ? 0 : -1), ci = 0, cu += us;
   };
 
   for (int i0 = 0; i0 < total; i0 += D + 1) {
@@ -594,6 +649,36 @@ __global__ void __launch_bounds__(NT, 1) k_mvr(mv_jobs js, int cols, const float
       if (i0 + k >= total) break;
       if (i0 + k + D < total) load(w[(k + D) % (D + 1)], GLU ? (k + D) & 1 : 0);
       compute(w[k], GLU ? k & 1 : 0);
+    }
+  }
+  if (total > 0 && ci != 0) finish(cu == fu ? 0 : 1);  // the range ends inside unit cu
+
+  // Units split between warps: the thread of the first warp boundary inside
+  // such a unit adds the warps' parts in warp order and writes the rows.
+  if (whole) return;
+  __syncthreads();
+  const int wb = threadIdx.x;
+  if (wb >= 1 && wb < nw) {
+    const mvr_share sh(units, items / M, nw);
+    const int G = items / M, sb = sh.at(wb), u = sb / G, u0 = u * G;
+    if (sb % G != 0 && sh.at(wb - 1) <= u0) {
+      float a[M][RW];
+#pragma unroll
+      for (int m = 0; m < M; m++)
+#pragma unroll
+        for (int r = 0; r < RW; r++) a[m][r] = 0.0f;
+      for (int v = wb - 1, sv = sh.at(v); v < nw && sv < u0 + G; v++) {
+        const int sn = sh.at(v + 1);
+        if (sn > sv) {  // warp v has items
+          const int h = sv / G == u ? 0 : 1;
+#pragma unroll
+          for (int m = 0; m < M; m++)
+#pragma unroll
+            for (int r = 0; r < RW; r++) a[m][r] += part[v][h][m][r];
+        }
+        sv = sn;
+      }
+      emit(u, a);
     }
   }
 }
@@ -615,12 +700,23 @@ struct mvr_cfg {
   static constexpr int NT = T == WK_Q5_K && GLU ? 768 : 1024;
 };
 
-// Launches k_mvr over js (job j's nblk gets its units) for n tokens: one
-// wave, every warp the same number of units (within one). Blocks are as
-// large as leaves at most a quarter of the SMs idle (each block rounds x
-// once: fewer, larger blocks read less of it), halving from NT down to NT/4
-// threads. Returns cudaErrorInvalidValue when x's copy (int8, or f32 for
-// the float types) does not fit in shared memory.
+// Launches k_mvr over js (job j's nblk gets its units) for n tokens, one
+// wave of blocks, in one of two grids:
+//   whole units: every warp the same number of units (within one), on as
+//   many blocks as that takes (14336 rows: 4 a warp on 112 of 132 SMs);
+//   split: the whole wave (at most a unit a warp), each block's units
+//   split evenly among its warps (mvr_share), so no SM idles while others
+//   do a last round.
+// Blocks are as large as leaves at most a quarter of the SMs idle (each
+// block rounds x once: fewer, larger blocks read less of it), halving from
+// NT down to NT/4 threads. The f32-x types (F16, BF16, FP8) split and load
+// their first D items before the wait (session 7: 8B BF16 decode at context
+// 4096 4.57 ms against 4.79; MVR_LATE / MVR_WHOLE in js.mvr for
+// comparison); the int8-x ones keep whole units and the L2 prefetch with
+// the loads after x is staged, compiled without the split code (8B Q4_K_M
+// was 2-5% slower either way).
+// Returns cudaErrorInvalidValue when x's copy (int8, or f32 for the float
+// types) does not fit in shared memory.
 template <int T, int NT, int RW, int D, bool GLU, class F = mvr_fmt<T>>
 static cudaError_t mvr_launch(mv_jobs js, int cols, const float *x, int n, float beta, int act,
                               bool pdl, cudaStream_t st) {
@@ -644,16 +740,21 @@ static cudaError_t mvr_launch(mv_jobs js, int cols, const float *x, int n, float
   if ((e = cudaGetDevice(&dev)) != cudaSuccess) return e;
   e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
   if (e != cudaSuccess) return e;
+  const bool whole = !mvr_f32x<T>::value || (js.mvr & MVR_WHOLE);
   int nt = NT, blocks = 0;
   for (;; nt /= 2) {
     int per_sm = 0, nw = nt / 32;
     if ((e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, nt, smem)) != cudaSuccess)
       return e;
     if (per_sm < 1) return cudaErrorInvalidValue;
-    long slots = (long)per_sm * sms * nw / n;  // resident warps a token
-    if (slots < nw) slots = nw;
-    long per_warp = (units + slots - 1) / slots;
-    blocks = cu_div_up((units + per_warp - 1) / per_warp, nw);
+    long wave = (long)per_sm * sms / n;  // resident blocks a token
+    if (wave < 1) wave = 1;
+    if (whole) {  // every warp the same number of whole units
+      long per_warp = (units + wave * nw - 1) / (wave * nw);
+      blocks = cu_div_up((units + per_warp - 1) / per_warp, nw);
+    } else {  // the whole wave, units split where a warp would have more than one
+      blocks = (int)(wave < cu_div_up(units, nw) ? wave : cu_div_up(units, nw));
+    }
     if (nt <= NT / 4 || (long)blocks * n * 4 >= (long)sms * 3) break;
   }
   return cu_launch(pdl, st, dim3(blocks, n), dim3(nt), smem, kern, js, cols, x, beta, act);
