@@ -36,6 +36,23 @@ struct cu_layer {
   int window;
 };
 
+// WICK_CUDA_SKIP=qkv,attn,o,gu,down,out leaves those launches out of every
+// layer (the output product: of the step), so a decode step's time without
+// them shows what each costs where it runs, with dependent launch and
+// graphs (docs/CUDA.md). The results are then meaningless: timing only.
+enum { SKIP_QKV = 1, SKIP_ATTN = 2, SKIP_O = 4, SKIP_GU = 8, SKIP_DOWN = 16, SKIP_OUT = 32 };
+static int skip_env(void) {
+  static const char *names[] = {"qkv", "attn", "o", "gu", "down", "out"};
+  const char *e = getenv("WICK_CUDA_SKIP");
+  int k = 0;
+  for (int i = 0; e && i < 6; i++) {
+    size_t n = strlen(names[i]);
+    for (const char *p = strstr(e, names[i]); p; p = strstr(p + 1, names[i]))
+      if ((p == e || p[-1] == ',') && (p[n] == ',' || p[n] == 0)) k |= 1 << i;
+  }
+  return k;
+}
+
 struct cu_state {
   cu_ctx c;
   const wk_model *m;
@@ -59,6 +76,7 @@ struct cu_state {
   cu_meta meta;
   int qdim, kvdim, use_graphs;
   int flash_h_off;  // WICK_CUDA_FLASH_H=0: attention writes f32, converted for the GEMM (comparison)
+  int skip;         // WICK_CUDA_SKIP: launches left out, for timing only (SKIP_*)
   int fold_norm;  // 1: RMSNorms folded into the following matrix-vector products (decode)
   int max_ctx;  // longest context of the batch being run
   int n_seqs;   // sequences of the batch being run that have new tokens
@@ -342,6 +360,7 @@ static int cuda_prepare(wk_backend *b, const wk_model *m, const wk_backend_param
   s->c.attn_variant = !ae ? 0 : !strcmp(ae, "group1") ? 1 : !strcmp(ae, "fma") ? 5 : 0;
   const char *fh = getenv("WICK_CUDA_FLASH_H");
   s->flash_h_off = fh && fh[0] == '0';
+  s->skip = skip_env();
   CK(cudaDeviceGetAttribute(&s->sms, cudaDevAttrMultiProcessorCount, p->device));
   cu_attn_shape as = {};
   as.n_heads = m->n_heads, as.n_kv_heads = m->n_kv_heads, as.head_dim = m->head_dim;
@@ -492,7 +511,8 @@ static int layer_ffn(cu_state *s, const cu_layer *C, int n, bool fold, wk_error 
     const float *fx = fold_ffn ? s->x : s->hb;
     cu_xnorm fn = {C->ffn_norm, m->norm_eps};
     const cu_xnorm *fxn = fold_ffn ? &fn : NULL;
-    if (cu_matvec_glu_ok(c, &C->wg, &C->wu, n)) {
+    if (s->skip & SKIP_GU) {  // left out (timing only)
+    } else if (cu_matvec_glu_ok(c, &C->wg, &C->wu, n)) {
       if ((st = cu_matvec_glu(c, &C->wg, &C->wu, fx, fxn, n, s->g, act, err))) return st;
     } else {
       const cu_weight *gu[2] = {&C->wg, &C->wu};
@@ -501,7 +521,7 @@ static int layer_ffn(cu_state *s, const cu_layer *C, int n, bool fold, wk_error 
           (st = cu_glu(c, s->g, s->u, (long)n * m->ffn_dim, act, err)))
         return st;
     }
-    if ((st = cu_matmul(c, &C->wd, s->g, n, dst, beta, err))) return st;
+    if (!(s->skip & SKIP_DOWN) && (st = cu_matmul(c, &C->wd, s->g, n, dst, beta, err))) return st;
   }
   if (C->post_ffn)
     return cu_rmsnorm(c, s->hb, NULL, C->post_ffn, m->norm_eps, m->dim, n, s->x, true, err);
@@ -528,19 +548,22 @@ static int run_layers(cu_state *s, int n, int nl, int splits, wk_error *err) {
     cu_attn_shape a = {m->n_heads, m->n_kv_heads, m->head_dim, m->rope_dim, m->rope_neox,
                        C->inv_freq, C->q_norm, C->k_norm, C->bq, C->bk, C->bv, m->norm_eps,
                        s->p.kv.block_size, m->attn_scale, m->attn_softcap, C->window};
-    RUN(layer_qkv(s, C, n, fold, err));
+    if (!(s->skip & SKIP_QKV)) RUN(layer_qkv(s, C, n, fold, err));
     // The GEMM path: attention writes the o-projection's f16 activations.
     bool gemm = n > c->mv_max_tokens && !s->flash_h_off;
-    RUN(cu_attention(c, &a, &s->meta, n, s->n_seqs, s->q, s->k, s->v, kc, vc, s->att,
-                     gemm ? c->xh : NULL, splits, s->part, err));
+    if (!(s->skip & SKIP_ATTN))
+      RUN(cu_attention(c, &a, &s->meta, n, s->n_seqs, s->q, s->k, s->v, kc, vc, s->att,
+                       gemm ? c->xh : NULL, splits, s->part, err));
     float *o_dst = C->post_attn ? s->hb : s->x, o_beta = C->post_attn ? 0.0f : 1.0f;
-    RUN(gemm ? cu_matmul_xh(c, &C->wo, n, o_dst, o_beta, err)
-             : cu_matmul(c, &C->wo, s->att, n, o_dst, o_beta, err));
+    if (!(s->skip & SKIP_O))
+      RUN(gemm ? cu_matmul_xh(c, &C->wo, n, o_dst, o_beta, err)
+               : cu_matmul(c, &C->wo, s->att, n, o_dst, o_beta, err));
     if (C->post_attn)
       RUN(cu_rmsnorm(c, s->hb, NULL, C->post_attn, m->norm_eps, m->dim, n, s->x, true, err));
     RUN(layer_ffn(s, C, n, fold, err));
   }
-  if (nl == 1 && n == 1 && fold && cu_matvec_fold_ok(c, &s->output)) {  // lrow[0] = 0
+  if (s->skip & SKIP_OUT) {  // left out (timing only)
+  } else if (nl == 1 && n == 1 && fold && cu_matvec_fold_ok(c, &s->output)) {  // lrow[0] = 0
     cu_xnorm on = {s->out_norm, m->norm_eps};
     const cu_weight *wo = &s->output;
     RUN(cu_matvec_multi(c, &wo, &s->logits, 1, s->x, &on, 1, 0.0f, err));
