@@ -337,9 +337,10 @@ static int cuda_prepare(wk_backend *b, const wk_model *m, const wk_backend_param
   const char *fg = getenv("WICK_CUDA_FUSE_GLU");
   s->c.mv_glu_off = fg && fg[0] == '0';
   // WICK_CUDA_WIDE=0: Q4_K/Q5_K keep the register kernel's 8-lane format on
-  // every row length (comparison).
+  // every row length; =all: the wide one on every row count of up to 8192
+  // columns (session 6), not only where its grid fills the SMs (comparison).
   const char *we = getenv("WICK_CUDA_WIDE");
-  s->c.mv_wide_off = we && we[0] == '0';
+  s->c.mv_wide = !we ? WIDE_FILLS : we[0] == '0' ? WIDE_OFF : !strcmp(we, "all") ? WIDE_ALL : WIDE_FILLS;
   // WICK_CUDA_FP8W=1: FP8 E4M3 products on the 16-byte-piece format with f16
   // x (mvr_fp8w.cuh; opt-in until measured on a device).
   const char *f8 = getenv("WICK_CUDA_FP8W");

@@ -23,6 +23,8 @@ struct cu_weight {
 // a warp, not the whole wave with units split between warps. mvr_opts_env:
 // those named in WICK_CUDA_MVR ("late", "whole", or both).
 enum { MVR_LATE = 1, MVR_WHOLE = 2 };
+// cu_ctx::mv_wide (WICK_CUDA_WIDE, backend_cuda.cu).
+enum { WIDE_FILLS, WIDE_OFF, WIDE_ALL };
 static inline int mvr_opts_env(void) {
   const char *e = getenv("WICK_CUDA_MVR");
   return (e && strstr(e, "late") ? MVR_LATE : 0) | (e && strstr(e, "whole") ? MVR_WHOLE : 0);
@@ -39,8 +41,9 @@ struct cu_ctx {
   int mv_max_tokens;      // at most this many tokens take the matrix-vector path
   int mv_f32x;            // matrix-vector kernels: MV_INT8, MV_F32X, MV_STREAM or MV_REG (below)
   int mv_glu_off;         // 1: gate/up and the gated unit as separate launches
-  int mv_wide_off;        // 1: Q4_K/Q5_K rows of <= 8192 columns keep the 8-lane format
-                          // of the register-streamed kernel (comparison; matvec.cu)
+  int mv_wide;            // Q4_K/Q5_K rows of <= 8192 columns on the register kernel's wide
+                          // format: WIDE_FILLS (where its grid fills the SMs), WIDE_OFF,
+                          // WIDE_ALL (matvec.cu)
   int mv_fp8w;            // 1: FP8 E4M3 on the register-streamed kernel's 16-byte-piece
                           // format (mvr_fp8w.cuh, f16 x; opt-in, not yet measured)
   int mv_mvr;             // the register-streamed kernel's comparison options (MVR_*)

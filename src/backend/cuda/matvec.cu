@@ -91,6 +91,24 @@ static cudaError_t launch_v5(cu_ctx *c, const cu_weight *const *ws, float *const
                    ws[0]->cols, x, beta, 0);
 }
 
+// Whether the wide format's whole-units grid for js (n tokens) uses at
+// least 90% of the blocks the 8-lane format's does.
+template <int T, bool GLU>
+static bool mvr_wide_fills(const mv_jobs &js, int n) {
+  int dev = 0, sms = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess ||
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
+    cudaGetLastError();
+    return true;
+  }
+  long units = 0;
+  for (int i = 0; i < (GLU ? 1 : js.n); i++) units += js.j[i].rows;
+  const long wave = sms / n > 0 ? sms / n : 1;
+  const int wide = mvr_whole_blocks(units, wave, mvr_w4_cfg<T, GLU>::NT / 32);
+  const int lanes8 = mvr_whole_blocks(units, wave, mvr_cfg<T, GLU>::NT / 32);
+  return 10L * wide >= 9L * lanes8;
+}
+
 // The register-streamed kernel (int8 x; f32 x for F16/BF16; f16 x for FP8
 // E4M3 under WICK_CUDA_FP8W=1); falls back to the streamed one where x's
 // copy does not fit in shared memory or (FP8) a row is no whole 4-block steps.
@@ -103,8 +121,13 @@ static cudaError_t launch_mvr(const cu_ctx *c, const mv_jobs &jobs, int cols, co
     // Rows of up to 8192 columns (Q/K/V, o and gate/up of an 8B model):
     // the wide format (mvr_w4.cuh), fewer instructions a byte; longer rows
     // keep the 8-lane one (bench_cuda matvec, session 6: Q4_K 64 / 50% of
-    // the copy rate at 14336x4096 / 4096x14336 against 56 / 60%).
-    if (!c->mv_wide_off && cols <= 8192) {
+    // the copy rate at 14336x4096 / 4096x14336 against 56 / 60%). Not where
+    // its grid of smaller blocks (768 threads) would fill fewer SMs than
+    // the 8-lane one: 4096 rows take 86 blocks of 2 rows a warp against 128
+    // of one (bench_cuda rows, session 7: Q4_K 4096x4096 31.8% against
+    // 40.9%; 47.6 against 42.6 at 6144 rows, where it fills more).
+    if (c->mv_wide != WIDE_OFF && cols <= 8192 &&
+        (c->mv_wide == WIDE_ALL || mvr_wide_fills<T, GLU>(js, n))) {
       using W = mvr_w4_cfg<T, GLU>;
       cudaError_t e = mvr_launch<T, W::NT, W::RW, W::D, GLU, mvr_wide4<T>>(
           js, cols, x, n, beta, act, c->pdl != 0, c->st);

@@ -700,6 +700,14 @@ struct mvr_cfg {
   static constexpr int NT = T == WK_Q5_K && GLU ? 768 : 1024;
 };
 
+// Blocks of nw warps the whole-units grid takes for `units` units when
+// `wave` blocks fit at once: every warp the same number (within one), as
+// few blocks as that allows.
+static inline int mvr_whole_blocks(long units, long wave, int nw) {
+  long per_warp = (units + wave * nw - 1) / (wave * nw);
+  return cu_div_up((units + per_warp - 1) / per_warp, nw);
+}
+
 // Launches k_mvr over js (job j's nblk gets its units) for n tokens, one
 // wave of blocks, in one of two grids:
 //   whole units: every warp the same number of units (within one), on as
@@ -750,8 +758,7 @@ static cudaError_t mvr_launch(mv_jobs js, int cols, const float *x, int n, float
     long wave = (long)per_sm * sms / n;  // resident blocks a token
     if (wave < 1) wave = 1;
     if (whole) {  // every warp the same number of whole units
-      long per_warp = (units + wave * nw - 1) / (wave * nw);
-      blocks = cu_div_up((units + per_warp - 1) / per_warp, nw);
+      blocks = mvr_whole_blocks(units, wave, nw);
     } else {  // the whole wave, units split where a warp would have more than one
       blocks = (int)(wave < cu_div_up(units, nw) ? wave : cu_div_up(units, nw));
     }
