@@ -242,6 +242,8 @@ static int bench_rows(double copy_gbps) {
       printf("%-20s", name);
       for (int r = 0; r < NR; r++) printf(" %6.1f%%", pct[c][r]);
       printf("\n");
+      for (int r = 0; r < NR; r++)
+        printf("RESULT rows %s %lld %.1f\n", name, (long long)rows[r], pct[c][r]);
     }
     fflush(stdout);
   }

@@ -155,7 +155,7 @@ if has rows; then
     envs=()
     [ "$ab" != base ] && IFS=, read -r -a envs <<< "$ab"
     say "== matrix-vector by row count, $ab ($(since))"
-    env "${envs[@]}" timeout 150 $B/bench_cuda rows "$BW" 2>&1 | tee -a "$LOG"
+    env "${envs[@]}" timeout 150 $B/bench_cuda rows "$BW" 2>&1 | grep -v RESULT | tee -a "$LOG"
   done
 fi
 if has sweep; then
