@@ -208,7 +208,7 @@ static int bench_sweep(double copy_gbps) {
 // warp the same number of rows, the model's 4096, 6144 and 14336 do not; so
 // the per-row-count rates show what the uneven last round costs.
 static int bench_rows(double copy_gbps) {
-  static const int types[] = {WK_F16, WK_Q8_0, WK_Q4_K, WK_Q6_K, WK_FP8_E4M3};
+  static const int types[] = {WK_F16, WK_Q8_0, WK_Q4_K, WK_Q5_K, WK_Q6_K, WK_FP8_E4M3};
   static const int64_t rows[] = {4096, 4224, 6144, 8448, 12672, 14336, 16896};
   static const cuda_mv_cfg cfg[] = {{4, 1, 0, 0, 0}, {4, 1, 4, 0, 0}, {4, 1, 6, 0, 0}};
   static const char *cname[] = {"reg+pdl", "w4+pdl", "fp8w+pdl"};
