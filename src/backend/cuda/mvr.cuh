@@ -482,6 +482,18 @@ static __device__ __forceinline__ float mvr_stage_ximg(const float *__restrict__
   return rs / sig;
 }
 
+// Whether type T's products take the whole-units grid and load their first
+// items after x is staged (both always for the int8-x types; for the f32-x
+// ones only under the MVR_WHOLE / MVR_LATE comparison options; mvr_launch).
+template <int T>
+static __host__ __device__ __forceinline__ bool mvr_whole(int opts) {
+  return !mvr_f32x<T>::value || (opts & MVR_WHOLE);
+}
+template <int T>
+static __host__ __device__ __forceinline__ bool mvr_late(int opts) {
+  return !mvr_f32x<T>::value || (opts & MVR_LATE);
+}
+
 // The block's units are a contiguous share of the grid's; its items (unit
 // after unit, in groups of M: GLU's gate/up pairs) are split evenly among
 // its nw warps: warp w takes groups [at(w), at(w + 1)) of the block's
@@ -522,7 +534,7 @@ __global__ void __launch_bounds__(NT, 1) k_mvr(mv_jobs js, int cols, const float
   // The warp's items: whole units fu, fu + us, ... (MVR_WHOLE: warp gw of
   // the grid takes units gw, gw + W, ...; no unit is split) or a contiguous
   // range starting at item fi of unit fu (mvr_share; us 1).
-  const bool whole = !F32X || (js.mvr & MVR_WHOLE);  // int8 x: always (mvr_launch)
+  const bool whole = mvr_whole<T>(js.mvr);
   int fu, fi = 0, us = 1, total;
   if (whole) {
     const int gw = blockIdx.x * nw + warp, tw = gridDim.x * nw;
@@ -562,7 +574,7 @@ __global__ void __launch_bounds__(NT, 1) k_mvr(mv_jobs js, int cols, const float
   // of each row's step), then the first D items into registers, so both
   // arrive while the previous kernel ends and x is rounded.
   W w[D + 1][RW];  // ring of register sets: item i in w[i % (D + 1)]
-  const bool late = !F32X || (js.mvr & MVR_LATE);
+  const bool late = mvr_late<T>(js.mvr);
   if (total > 0) {
     set_rows(fu);
     const size_t step_bytes = (size_t)BPS * BYTES, last = (size_t)bpr * BYTES - 1;
@@ -748,7 +760,7 @@ static cudaError_t mvr_launch(mv_jobs js, int cols, const float *x, int n, float
   if ((e = cudaGetDevice(&dev)) != cudaSuccess) return e;
   e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
   if (e != cudaSuccess) return e;
-  const bool whole = !mvr_f32x<T>::value || (js.mvr & MVR_WHOLE);
+  const bool whole = mvr_whole<T>(js.mvr);
   int nt = NT, blocks = 0;
   for (;; nt /= 2) {
     int per_sm = 0, nw = nt / 32;
