@@ -239,23 +239,28 @@ AT AI int qs_at(const int type) {
 }
 
 // One block of rows a (low halves) and b (high halves) as bytes: *c1 values
-// 0..15, *c2 values 16..31; codes, or IQ4_NL's table values + 128.
-AT AI void qcodes2(const int type, const uint8_t *a, const uint8_t *b, __m256i *c1, __m256i *c2) {
+// 0..15, *c2 values 16..31; codes, or IQ4_NL's table values + 128. Q5_0,
+// Q5_1: also the blocks' first 16 bytes in *head (d, m and qh).
+AT AI void qcodes2(const int type, const uint8_t *a, const uint8_t *b, __m256i *c1, __m256i *c2,
+                   __m256i *head) {
   const __m256i x = a16_load2(a + qs_at(type), b + qs_at(type)), m4 = _mm256_set1_epi8(15);
   *c1 = _mm256_and_si256(x, m4);
   *c2 = _mm256_and_si256(_mm256_srli_epi16(x, 4), m4);
   if (type == WK_Q5_0 || type == WK_Q5_1) {  // + 16 where bit i of qh is set
-    const int at = type == WK_Q5_0 ? 2 : 4;
-    const __m256i h = a16_load2(a + at, b + at);  // qh: bytes 0..3 of each half
+    const long long at = type == WK_Q5_0 ? 2 : 4;  // qh: bytes at .. at + 3 of each half
+    const __m256i h = *head = a16_load2(a, b);
     const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ULL);
-    const __m256i s1 = _mm256_setr_epi64x(0, 0x0101010101010101LL, 0, 0x0101010101010101LL);
-    const __m256i s2 = _mm256_setr_epi64x(0x0202020202020202LL, 0x0303030303030303LL,
-                                          0x0202020202020202LL, 0x0303030303030303LL);
-    const __m256i sixteen = _mm256_set1_epi8(16);
+    const long long ones = 0x0101010101010101LL;
+    const __m256i s1 = _mm256_setr_epi64x(at * ones, (at + 1) * ones, at * ones, (at + 1) * ones);
+    const __m256i s2 = _mm256_setr_epi64x((at + 2) * ones, (at + 3) * ones, (at + 2) * ones,
+                                          (at + 3) * ones);
+    // psignb of 16 by the tested bit: 16 where set, 0 where not (one op for
+    // cmpeq + and; the bit-7 lanes hold -16, which the negative byte negates)
+    const __m256i sixteen = _mm256_set1_epi64x((long long)0xf010101010101010ULL);
     const __m256i f1 = _mm256_and_si256(_mm256_shuffle_epi8(h, s1), bit);
     const __m256i f2 = _mm256_and_si256(_mm256_shuffle_epi8(h, s2), bit);
-    *c1 = _mm256_or_si256(*c1, _mm256_and_si256(_mm256_cmpeq_epi8(f1, bit), sixteen));
-    *c2 = _mm256_or_si256(*c2, _mm256_and_si256(_mm256_cmpeq_epi8(f2, bit), sixteen));
+    *c1 = _mm256_or_si256(*c1, _mm256_sign_epi8(sixteen, f1));
+    *c2 = _mm256_or_si256(*c2, _mm256_sign_epi8(sixteen, f2));
   }
   if (type == WK_IQ4_NL) {
     const __m256i lut = _mm256_add_epi8(a16_bcast16(wk_kern_iq4nl_values),
@@ -267,9 +272,9 @@ AT AI void qcodes2(const int type, const uint8_t *a, const uint8_t *b, __m256i *
 
 // Block b of rows blk + r ws (r = 0..7): the exact integer sums, lane r = row
 // r, before the offsets come off. q: the block's lo and hi bytes; v: its
-// int16 values.
+// int16 values; head[p]: qcodes2's of pair p (Q5_0, Q5_1).
 AT AI __m256i qsums8(const int type, const uint8_t *blk, size_t ws, const int8_t *q,
-                     const int16_t *v) {
+                     const int16_t *v, __m256i *head) {
   __m256i t[4];
   if (type == WK_IQ4_NL) {
     __m256i x[4];  // values 0..7, 8..15, 16..23, 24..31 in both halves
@@ -277,7 +282,7 @@ AT AI __m256i qsums8(const int type, const uint8_t *blk, size_t ws, const int8_t
     const __m256i z = _mm256_setzero_si256();
     A16_UNROLL for (int p = 0; p < 4; p++) {
       __m256i c1, c2;
-      qcodes2(type, blk + (size_t)p * ws, blk + (size_t)(p + 4) * ws, &c1, &c2);
+      qcodes2(type, blk + (size_t)p * ws, blk + (size_t)(p + 4) * ws, &c1, &c2, &head[p]);
       const __m256i s1 = _mm256_add_epi32(_mm256_madd_epi16(_mm256_unpacklo_epi8(c1, z), x[0]),
                                           _mm256_madd_epi16(_mm256_unpackhi_epi8(c1, z), x[1]));
       const __m256i s2 = _mm256_add_epi32(_mm256_madd_epi16(_mm256_unpacklo_epi8(c2, z), x[2]),
@@ -290,7 +295,7 @@ AT AI __m256i qsums8(const int type, const uint8_t *blk, size_t ws, const int8_t
     const __m256i h1 = a16_bcast16(q + 32), h2 = a16_bcast16(q + 48);
     A16_UNROLL for (int p = 0; p < 4; p++) {
       __m256i c1, c2;
-      qcodes2(type, blk + (size_t)p * ws, blk + (size_t)(p + 4) * ws, &c1, &c2);
+      qcodes2(type, blk + (size_t)p * ws, blk + (size_t)(p + 4) * ws, &c1, &c2, &head[p]);
       const __m256i pl =
           _mm256_add_epi16(_mm256_maddubs_epi16(c1, l1), _mm256_maddubs_epi16(c2, l2));
       const __m256i ph =
@@ -299,6 +304,17 @@ AT AI __m256i qsums8(const int type, const uint8_t *blk, size_t ws, const int8_t
     }
   }
   return a16_merge64(a16_merge32(t[0], t[1]), a16_merge32(t[2], t[3]));
+}
+
+// d (and m) of rows 0..7 as f32 from the 4 pairs' heads (qcodes2): row p's
+// words 0 and 1 in the low half of head[p], row p + 4's in the high half.
+AT AI void q5_f16_rows(const __m256i *head, __m256 *d, __m256 *m) {
+  const __m256i u01 = _mm256_unpacklo_epi16(head[0], head[1]);  // d0 d1 w0 w1 .. | d4 d5 ..
+  const __m256i u23 = _mm256_unpacklo_epi16(head[2], head[3]);
+  // d0-3 m0-3 | d4-7 m4-7 (m: word 1, Q5_1's minimum), then d0-7 | m0-7
+  const __m256i w = _mm256_permute4x64_epi64(_mm256_unpacklo_epi32(u01, u23), 0xd8);
+  *d = _mm256_cvtph_ps(_mm256_castsi256_si128(w));
+  *m = _mm256_cvtph_ps(_mm256_extracti128_si256(w, 1));
 }
 
 // Bytes ahead of the current block that the decode tile prefetches in each
@@ -322,10 +338,14 @@ AT AI void qdec8(const int type, const uint8_t *w, size_t ws, int64_t nb, const 
     if ((b & 3) == 0 && b + QDEC_AHEAD / (int64_t)bytes < nb)  // every 72..96 bytes
       A16_UNROLL for (int r = 0; r < 8; r++)
           _mm_prefetch((const char *)(blk + (size_t)r * ws + QDEC_AHEAD), _MM_HINT_T0);
-    __m256i isum = qsums8(type, blk, ws, q, act[b].v);
+    __m256i head[4];
+    __m256i isum = qsums8(type, blk, ws, q, act[b].v, head);
     if (off) isum = _mm256_sub_epi32(isum, _mm256_set1_epi32(act[b].sum * off));
     __m256 dwv, mwv = _mm256_setzero_ps();
-    a16_f16_rows(blk, ws, 8, has_min, &dwv, &mwv);
+    if (type == WK_Q5_0 || type == WK_Q5_1)
+      q5_f16_rows(head, &dwv, &mwv);
+    else
+      a16_f16_rows(blk, ws, 8, has_min, &dwv, &mwv);
     const __m256 dd = _mm256_mul_ps(dwv, _mm256_set1_ps(act[b].d));
     __m256 p = _mm256_mul_ps(_mm256_cvtepi32_ps(isum), dd);
     if (has_min) p = _mm256_fmadd_ps(mwv, _mm256_set1_ps(act[b].s), p);
