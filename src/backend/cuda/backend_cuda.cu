@@ -36,7 +36,7 @@ struct cu_layer {
   int window;
 };
 
-// WICK_CUDA_SKIP=qkv,attn,o,gu,down,out leaves those launches out of every
+// WICK_CUDA_SKIP=qkv,attn,o,gu,down,out (or joined by '+') leaves those launches out of every
 // layer (the output product: of the step), so a decode step's time without
 // them shows what each costs where it runs, with dependent launch and
 // graphs (docs/CUDA.md). The results are then meaningless: timing only.
@@ -48,7 +48,8 @@ static int skip_env(void) {
   for (int i = 0; e && i < 6; i++) {
     size_t n = strlen(names[i]);
     for (const char *p = strstr(e, names[i]); p; p = strstr(p + 1, names[i]))
-      if ((p == e || p[-1] == ',') && (p[n] == ',' || p[n] == 0)) k |= 1 << i;
+      if ((p == e || p[-1] == ',' || p[-1] == '+') && (p[n] == ',' || p[n] == '+' || p[n] == 0))
+        k |= 1 << i;
   }
   return k;
 }
