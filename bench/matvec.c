@@ -105,18 +105,22 @@ typedef struct {
   int tokens;
   float *y;          // tokens x n
   long chunk;        // rows per chunk (a multiple of 12, the tile heights' multiple)
+  long home;         // rows of each of the first nth chunks (0: none)
   atomic_long next;  // next unclaimed chunk
 } mm_job;
 
 // Threads claim chunks of rows from a shared counter (as the CPU backend
-// does), so a thread the OS delays does not hold the others up.
+// does), so a thread the OS delays does not hold the others up; at decode
+// sizes the first nth chunks are a run of rows a thread (cpu_mm_run).
 static void mm_run(void *ctx, int ith, int nth) {
-  (void)ith, (void)nth;
+  (void)ith;
   mm_job *j = ctx;
+  const long nh = j->home > 0 ? nth : 0;
   for (;;) {
-    long lo = atomic_fetch_add(&j->next, 1) * j->chunk;
+    long c = atomic_fetch_add(&j->next, 1);
+    long lo = c < nh ? c * j->home : nh * j->home + (c - nh) * j->chunk;
     if (lo >= j->n) return;
-    long hi = lo + j->chunk < j->n ? lo + j->chunk : j->n;
+    long len = c < nh ? j->home : j->chunk, hi = lo + len < j->n ? lo + len : j->n;
     j->kr->gemm(j->w + (size_t)lo * j->rb, j->rb, j->k, (int)(hi - lo), j->xq, j->xb, j->tokens,
                 j->y + lo, (size_t)j->n);
   }
@@ -131,6 +135,7 @@ static double time_gemm(wk_pool *pool, mm_job *j, const uint8_t *copies, int n_c
     j->w = copies + (size_t)(calls % n_copies) * mat_bytes;
     int nth = wk_pool_size(pool);
     j->chunk = ((j->n + 4L * nth - 1) / (4L * nth) + 11) / 12 * 12;  // ~4 chunks a thread
+    j->home = nth > 1 && j->tokens <= 8 ? j->n / nth / 24 * 24 : 0;
     atomic_store(&j->next, 0);
     wk_pool_run(pool, mm_run, j);
     calls++;
