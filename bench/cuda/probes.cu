@@ -6,6 +6,11 @@
 //                   in a graph, plainly and with programmatic dependent launch;
 //                   with all resident blocks or half of them (room for the next
 //                   launch's blocks on every SM)
+//   ./probes chain  what a kernel boundary costs between dependent products:
+//                   8 F16 products y_{p+1} = W_p y_p (4096 and 8192 square) as
+//                   8, 4, 2 or 1 launches of 1, 2, 4 or 8 phases (a grid barrier
+//                   between phases, the next phase's first loads issued before
+//                   it), plainly and with dependent launch, in one graph
 //   ./probes mma    matrix-vector products on the tensor cores (mma.sync) for
 //                   FP8 (wick's 132-byte blocks: f32 scale + 128 e4m3 codes; x as
 //                   two e4m3 terms in two B columns) and Q4_K (u8 nibbles x int8
@@ -24,6 +29,7 @@
 #include <vector>
 #include <algorithm>
 
+#include "backend/cuda/internal.cuh"  // MVR_* (mvr.cuh reads them)
 #include "backend/cuda/mvr.cuh"  // mvr_kq_sum4: a Q4_K lane's scales, mins and sums
 
 #define PCK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { printf("CUDA %s at %d\n", cudaGetErrorString(e_), __LINE__); exit(1); } } while (0)
@@ -551,15 +557,161 @@ static void probe_mma(double bw) {
   }
 }
 
+// ---------------------------------------------------------------- chain
+// What a kernel boundary costs between two dependent matrix-vector
+// products, against phases of one persistent launch (docs/CUDA.md, "A plan
+// for the persistent decode layer"). Products of F16 matrices (the simplest
+// format; rows x cols, x f32): y_{p+1} = W_p y_p for P phases a launch. A
+// warp owns a contiguous share of the rows and streams each row in 512-byte
+// steps (16 bytes a lane, D steps in flight); x is staged in shared memory
+// as f32 by the block. Between phases of one launch the grid meets at a
+// reusable barrier (count + generation in global memory); before it waits,
+// every warp already issues the first D loads of its next phase's rows, as
+// a persistent decode kernel would.
+struct chain_args {
+  const __half *const *W;  // [P] phase p's matrix (rows x cols, rows == cols), device array
+  float *const *y;         // [P + 1] y[0] the input, y[p + 1] phase p's output, device array
+  int n, log_steps;        // rows == cols, a power of two; log2(n / 256)
+  unsigned *bar;           // {count, generation}
+};
+// All blocks of the grid (all resident) meet; writes before it are visible
+// to reads after it (reads of other blocks' writes must bypass L1: __ldcg).
+static __device__ void chain_barrier(unsigned *bar) {
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    volatile unsigned *gen = bar + 1;
+    const unsigned g = *gen;
+    __threadfence();
+    if (atomicAdd(bar, 1u) == gridDim.x - 1) {
+      bar[0] = 0;
+      __threadfence();
+      atomicAdd(bar + 1, 1u);
+    } else {
+      while (*gen == g) __nanosleep(32);
+    }
+    __threadfence();
+  }
+  __syncthreads();
+}
+template <int D>
+__global__ void __launch_bounds__(1024, 1) k_chain(chain_args a, int p0, int np, int pdl) {
+  extern __shared__ float xs[];
+  const int n = a.n, lane = threadIdx.x & 31, nw = blockDim.x >> 5;
+  const int gw = blockIdx.x * nw + (threadIdx.x >> 5), tw = gridDim.x * nw;
+  const int r0 = (int)((long)gw * n / tw), r1 = (int)((long)(gw + 1) * n / tw);
+  const int ls = a.log_steps, sm = (1 << ls) - 1;  // 256 halves (512 bytes) a step
+  const int items = (r1 - r0) << ls;
+  uint4 w[D];
+  auto ld = [&](const __half *W, int i) {  // item i: row r0 + i >> ls, step i & sm
+    const __half *row = W + (size_t)(r0 + (i >> ls)) * n + 256 * (i & sm);
+    return __ldg((const uint4 *)row + lane);
+  };
+  for (int p = p0; p < p0 + np; p++) {
+    const __half *W = a.W[p];
+#pragma unroll
+    for (int k = 0; k < D; k++)
+      if (k < items) w[k] = ld(W, k);
+    if (p == p0) {
+      if (pdl) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+      if (pdl) asm volatile("griddepcontrol.wait;" ::: "memory");
+    } else {
+      chain_barrier(a.bar);
+    }
+    for (int i = threadIdx.x; i < n; i += blockDim.x) xs[i] = __ldcg(a.y[p] + i);
+    __syncthreads();
+    float acc = 0.0f;
+    for (int i0 = 0; i0 < items; i0 += D) {
+#pragma unroll
+      for (int k = 0; k < D; k++) {
+        const int i = i0 + k;
+        if (i >= items) break;
+        const uint4 v = w[k];
+        if (i + D < items) w[k] = ld(W, i + D);
+        const int c = 256 * (i & sm) + 8 * lane;
+        const __half2 *h = (const __half2 *)&v;
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+          const float2 f = __half22float2(h[e]);
+          acc = fmaf(f.x, xs[c + 2 * e], fmaf(f.y, xs[c + 2 * e + 1], acc));
+        }
+        if (((i + 1) & sm) == 0) {  // the row is done
+#pragma unroll
+          for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
+          if (lane == 0) a.y[p + 1][r0 + (i >> ls)] = acc;
+          acc = 0.0f;
+        }
+      }
+    }
+    __syncthreads();  // xs is restaged by the next phase
+  }
+}
+static void probe_chain(double bw) {
+  const int P = 8, D = 6;
+  int sms = 0, per = 0;
+  PCK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  auto kern = k_chain<D>;
+  for (int n : {4096, 8192}) {
+    const size_t smem = (size_t)n * sizeof(float);
+    PCK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    PCK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, kern, 1024, smem));
+    if (per < 1) { printf("chain n %d: no room\n", n); continue; }
+    chain_args a = {};
+    a.n = n, a.log_steps = n == 4096 ? 4 : 5;
+    std::vector<const __half *> Wh(P);
+    std::vector<float *> yh(P + 1);
+    std::vector<__half> h((size_t)n * n);
+    for (size_t i = 0; i < h.size(); i++) h[i] = __float2half((float)((i * 2654435761u) % 1024) / 1024.0f - 0.5f);
+    for (int p = 0; p < P; p++) {
+      PCK(cudaMalloc((void **)&Wh[p], h.size() * sizeof(__half)));
+      PCK(cudaMemcpy((void *)Wh[p], h.data(), h.size() * sizeof(__half), cudaMemcpyHostToDevice));
+    }
+    for (int p = 0; p <= P; p++) {
+      PCK(cudaMalloc((void **)&yh[p], (size_t)n * sizeof(float)));
+      PCK(cudaMemset(yh[p], 0, (size_t)n * sizeof(float)));
+    }
+    std::vector<float> x0(n);
+    for (int i = 0; i < n; i++) x0[i] = (float)(i % 7) / 7.0f - 0.5f;
+    PCK(cudaMemcpy(yh[0], x0.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+    PCK(cudaMalloc((void **)&a.W, P * sizeof(void *)));
+    PCK(cudaMalloc((void **)&a.y, (P + 1) * sizeof(void *)));
+    PCK(cudaMemcpy((void *)a.W, Wh.data(), P * sizeof(void *), cudaMemcpyHostToDevice));
+    PCK(cudaMemcpy((void *)a.y, yh.data(), (P + 1) * sizeof(void *), cudaMemcpyHostToDevice));
+    PCK(cudaMalloc((void **)&a.bar, 2 * sizeof(unsigned)));
+    PCK(cudaMemset(a.bar, 0, 2 * sizeof(unsigned)));
+    const double mb = (double)n * n * 2 / 1e6;
+    std::vector<float> ref;
+    for (int per_launch : {1, 2, 4, 8}) {
+      for (int pdl = 0; pdl < 2; pdl++) {
+        // One graph: P products as P / per_launch launches of per_launch phases.
+        double us = graph_us([&](cudaStream_t st, int) {
+          for (int p = 0; p < P; p += per_launch)
+            launch_pdl(st, pdl, sms, 1024, smem, kern, a, p, per_launch, pdl);
+        }, pdl, 1) / P;
+        std::vector<float> out(n);
+        PCK(cudaMemcpy(out.data(), yh[P], n * sizeof(float), cudaMemcpyDeviceToHost));
+        if (ref.empty()) ref = out;
+        const bool same = !memcmp(ref.data(), out.data(), n * sizeof(float));
+        printf("chain n %5d (%5.1f MB a product): %d phases a launch, %-5s %7.2f us a product, "
+               "%3.0f%% of copy%s\n", n, mb, per_launch, pdl ? "pdl" : "plain", us,
+               100.0 * mb * 1e6 / (us * 1e-6) / 1e9 / bw, same ? "" : "  OUTPUT DIFFERS");
+      }
+    }
+    for (int p = 0; p < P; p++) PCK(cudaFree((void *)Wh[p]));
+    for (int p = 0; p <= P; p++) PCK(cudaFree(yh[p]));
+    PCK(cudaFree((void *)a.W)); PCK(cudaFree((void *)a.y)); PCK(cudaFree(a.bar));
+  }
+}
+
 int main(int argc, char **argv) {
   const char *what = argc > 1 ? argv[1] : "";
-  if (strcmp(what, "read") && strcmp(what, "mma")) {
-    fprintf(stderr, "usage: probes read|mma\n");
+  if (strcmp(what, "read") && strcmp(what, "mma") && strcmp(what, "chain")) {
+    fprintf(stderr, "usage: probes read|mma|chain\n");
     return 2;
   }
   double bw = copy_gbps();
   printf("copy %.0f GB/s\n", bw);
   if (!strcmp(what, "read")) probe_read(bw);
+  else if (!strcmp(what, "chain")) probe_chain(bw);
   else probe_mma(bw);
   return 0;
 }
