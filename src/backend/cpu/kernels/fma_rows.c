@@ -51,29 +51,36 @@ TILE_FN(1, 3)
 TILE_FN(1, 2)
 TILE_FN(1, 1)
 
+// Rows [0, nr) x tokens [0, nt): each 4-row strip of w over every token
+// (the strip stays in L1 while the tokens' activations come from L2).
+static void rows_block(const float *w, int64_t k, int nr, const float *x, size_t xs, int nt,
+                       float *y, size_t ys) {
+  int r = 0;
+  for (; r + 4 <= nr; r += 4) {
+    const float *wr = w + (size_t)r * (size_t)k;
+    int t = 0;
+    for (; t + 3 <= nt; t += 3) tile_4x3(wr, k, x + (size_t)t * xs, xs, y + (size_t)t * ys + r, ys);
+    if (nt - t == 2) tile_4x2(wr, k, x + (size_t)t * xs, xs, y + (size_t)t * ys + r, ys);
+    else if (nt - t == 1) tile_4x1(wr, k, x + (size_t)t * xs, xs, y + (size_t)t * ys + r, ys);
+  }
+  for (; r < nr; r++) {
+    const float *wr = w + (size_t)r * (size_t)k;
+    int t = 0;
+    for (; t + 3 <= nt; t += 3) tile_1x3(wr, k, x + (size_t)t * xs, xs, y + (size_t)t * ys + r, ys);
+    if (nt - t == 2) tile_1x2(wr, k, x + (size_t)t * xs, xs, y + (size_t)t * ys + r, ys);
+    else if (nt - t == 1) tile_1x1(wr, k, x + (size_t)t * xs, xs, y + (size_t)t * ys + r, ys);
+  }
+}
+
+// Activation bytes of one block of tokens: they stay in L2 (with the rows)
+// while every strip of w runs over them.
+#define FMA_X_BLOCK (128u << 10)
+
 void wk_fma_rows(const float *w, int64_t k, int nr, const float *x, size_t xs, int nt, float *y,
                  size_t ys) {
-  int t = 0;
-  for (; t + 3 <= nt; t += 3) {
-    const float *xt = x + (size_t)t * xs;
-    float *yt = y + (size_t)t * ys;
-    int r = 0;
-    for (; r + 4 <= nr; r += 4) tile_4x3(w + (size_t)r * (size_t)k, k, xt, xs, yt + r, ys);
-    for (; r < nr; r++) tile_1x3(w + (size_t)r * (size_t)k, k, xt, xs, yt + r, ys);
-  }
-  if (nt - t == 2) {
-    const float *xt = x + (size_t)t * xs;
-    float *yt = y + (size_t)t * ys;
-    int r = 0;
-    for (; r + 4 <= nr; r += 4) tile_4x2(w + (size_t)r * (size_t)k, k, xt, xs, yt + r, ys);
-    for (; r < nr; r++) tile_1x2(w + (size_t)r * (size_t)k, k, xt, xs, yt + r, ys);
-    return;
-  }
-  for (; t < nt; t++) {
-    const float *xt = x + (size_t)t * xs;
-    float *yt = y + (size_t)t * ys;
-    int r = 0;
-    for (; r + 4 <= nr; r += 4) tile_4x1(w + (size_t)r * (size_t)k, k, xt, xs, yt + r, ys);
-    for (; r < nr; r++) tile_1x1(w + (size_t)r * (size_t)k, k, xt, xs, yt + r, ys);
-  }
+  const int64_t per = (int64_t)(FMA_X_BLOCK / ((size_t)k * sizeof(float)));
+  const int tb = per < 3 ? 3 : per > 3 * 1024 ? 3 * 1024 : (int)(per / 3 * 3);
+  for (int t0 = 0; t0 < nt; t0 += tb)
+    rows_block(w, k, nr, x + (size_t)t0 * xs, xs, nt - t0 < tb ? nt - t0 : tb,
+               y + (size_t)t0 * ys, ys);
 }

@@ -2,6 +2,8 @@
 // register tiles (4 rows x 3 tokens: 12 accumulators of 8 lanes, 7 loads per
 // 12 FMAs), for the CPU exact path and for batches of many tokens on the fast
 // path: each weight row is dequantized once per call and used for every token.
+// Tokens go in blocks of ~128 KB of activations, each 4-row strip of w over a
+// whole block (the strip in L1, the block in L2: Gemma 3 prefill +3-4%).
 //
 // Every output is the same sequence whatever tile it falls in: 8 f32 lane
 // sums over k in steps of 8 (FMA), added across lanes in a fixed order, then
