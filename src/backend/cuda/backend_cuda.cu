@@ -343,7 +343,7 @@ static int cuda_prepare(wk_backend *b, const wk_model *m, const wk_backend_param
   const char *we = getenv("WICK_CUDA_WIDE");
   s->c.mv_wide = !we ? WIDE_FILLS : we[0] == '0' ? WIDE_OFF : !strcmp(we, "all") ? WIDE_ALL : WIDE_FILLS;
   // WICK_CUDA_FP8W=1: FP8 E4M3 products on the 16-byte-piece format with f16
-  // x (mvr_fp8w.cuh; opt-in until measured on a device).
+  // x (mvr_fp8w.cuh; opt-in: 60 / 58% of the copy rate like the default, session 7).
   const char *f8 = getenv("WICK_CUDA_FP8W");
   s->c.mv_fp8w = f8 && f8[0] == '1';
   // WICK_CUDA_MVR=late, whole or late+whole: the register-streamed kernel's

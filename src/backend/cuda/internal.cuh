@@ -45,7 +45,7 @@ struct cu_ctx {
                           // format: WIDE_FILLS (where its grid fills the SMs), WIDE_OFF,
                           // WIDE_ALL (matvec.cu)
   int mv_fp8w;            // 1: FP8 E4M3 on the register-streamed kernel's 16-byte-piece
-                          // format (mvr_fp8w.cuh, f16 x; opt-in, not yet measured)
+                          // format (mvr_fp8w.cuh, f16 x; opt-in: no faster, session 7)
   int mv_mvr;             // the register-streamed kernel's comparison options (MVR_*)
   int pdl;                // 1: the decode kernels (all but the GEMM path's and flash
                           // attention) use programmatic dependent launch

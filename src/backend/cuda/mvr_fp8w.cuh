@@ -1,8 +1,8 @@
 // A register-kernel format for FP8 E4M3 in 16-byte pieces, with f16 x and
-// packed f16 arithmetic (opt-in; written in session 6 without a device run:
-// docs/CUDA.md). The FP8 format of mvr.cuh reads 132-byte blocks in 32-bit
-// words and spends ~50 instructions on 16 codes (f32 FMAs, two conversions a
-// pair); this one spends ~25.
+// packed f16 arithmetic (opt-in; measured in session 7 at 60 / 58% of the
+// copy rate, no faster than the default: docs/CUDA.md). The FP8 format of
+// mvr.cuh reads 132-byte blocks in 32-bit words and spends ~50 instructions
+// on 16 codes (f32 FMAs, two conversions a pair); this one spends ~25.
 //
 // A step of k_mvr is 4 blocks, 528 bytes of a row (16-byte aligned where a
 // row holds a multiple of 4 blocks: mvr_fp8w_ok). Lane l loads piece l,
