@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "backend/cpu/kernels/act16.h"
+#include "backend/cpu/matmul.h"
 #include "backend/cpu/kernels/kernels.h"
 #include "base/alloc.h"
 #include "base/cpu.h"
@@ -135,7 +136,7 @@ static double time_gemm(wk_pool *pool, mm_job *j, const uint8_t *copies, int n_c
     j->w = copies + (size_t)(calls % n_copies) * mat_bytes;
     int nth = wk_pool_size(pool);
     j->chunk = ((j->n + 4L * nth - 1) / (4L * nth) + 11) / 12 * 12;  // ~4 chunks a thread
-    j->home = nth > 1 && j->tokens <= 8 ? j->n / nth / 24 * 24 : 0;
+    j->home = cpu_mm_home(j->n, nth, j->tokens);
     atomic_store(&j->next, 0);
     wk_pool_run(pool, mm_run, j);
     calls++;

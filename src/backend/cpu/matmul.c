@@ -278,7 +278,6 @@ void cpu_act_convert(wk_pool *pool, cpu_act *a, unsigned need) {
 
 enum { MM_MAX = 4, MM_ALIGN = 24 };  // chunks: multiples of 24 rows (whole 4-row f32 tiles,
                                      // 2-row 16-bit ones, 3- and 4-row 8-bit ones)
-enum { MM_HOME_TOKENS = 8 };          // batches of at most this many tokens: a run a thread first
 
 typedef struct mm_multi {
   const cpu_act *a;
@@ -330,6 +329,10 @@ static void multi_run(void *ctx, int ith, int nth) {
   }
 }
 
+long cpu_mm_home(long rows, int nth, int n_tokens) {
+  return nth > 1 && n_tokens <= 8 ? rows / nth / MM_ALIGN * MM_ALIGN : 0;
+}
+
 void cpu_mm_run(wk_pool *pool, float *scratch, size_t scratch_per_thread, cpu_act *a,
                 const cpu_mm *const *mm, float *const *y, int n) {
   WK_ASSERT(n >= 1 && n <= MM_MAX);
@@ -353,7 +356,7 @@ void cpu_mm_run(wk_pool *pool, float *scratch, size_t scratch_per_thread, cpu_ac
     // from 122-126 to 129-131 (session 8); prefill measured the same.
     long c = (rows + 4L * nth - 1) / (4L * nth);
     c = (c + MM_ALIGN - 1) / MM_ALIGN * MM_ALIGN;
-    j.home[i] = nth > 1 && a->n_tokens <= MM_HOME_TOKENS ? rows / nth / MM_ALIGN * MM_ALIGN : 0;
+    j.home[i] = cpu_mm_home(rows, nth, a->n_tokens);
     j.chunk[i] = c;
     j.first[i] = j.total;
     const long rest = rows - (j.home[i] > 0 ? nth * j.home[i] : 0);

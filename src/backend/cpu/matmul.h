@@ -44,6 +44,9 @@ size_t cpu_act_row_size(int f, int64_t k);
 
 // Floats of scratch one thread needs for the exact path with rows of length k.
 size_t cpu_matmul_scratch(int64_t k);
+// Rows of the run each of nth threads takes first in a product of n_tokens
+// tokens (then the rest in claimed chunks); 0: chunks only (cpu_mm_run).
+long cpu_mm_home(long rows, int nth, int n_tokens);
 
 // Exact path, whole matrix: y[t][r] = sum_k W[r][k] * x[t][k] for
 // t < n_tokens, r < w->ne[1]; x is [n_tokens][w->ne[0]], y is
