@@ -9,6 +9,9 @@
 //                            in-kernel or with the combine launch), the session-3
 //                            block-tile kernel and the warp kernel by split count;
 //                            GB/s of K + V
+//   bench_attn flash V       head-dim-128 variant V alone at 4096 tokens (for ncu)
+//   bench_attn layout        the same K + V bytes as 8 kv heads (rows 2 KB apart)
+//                            and as 1 kv head (rows contiguous)
 // Lines starting "RESULT" are for scripts; the rest is a readable table.
 #include <stdint.h>
 #include <stdio.h>
@@ -96,9 +99,46 @@ static void decode(void) {
   }
 }
 
+// The cache layout's cost: the same 16.8 MB of K + V read by the same 128
+// blocks of 256 keys, once as the 8B shape (8 kv heads; a key's row of one
+// head is 256 bytes, the next key's 2 KB on) and once as 1 kv head of 4
+// query heads over 8x the keys (each block's rows contiguous), hot and cold.
+static void layout(void) {
+  static const struct { int nh, nkv, ctx, splits; } sh[] = {
+      {32, 8, 4096, 16}, {4, 1, 32768, 128}, {32, 8, 4096, 32}, {4, 1, 32768, 256}};
+  for (int cold = 0; cold < 2; cold++)
+    for (int i = 0; i < 4; i++) {
+      int bs = 16, nb = sh[i].ctx / bs;
+      int32_t *blocks = malloc(sizeof(int32_t) * nb);
+      for (int b = 0; b < nb; b++) blocks[b] = b;
+      cuda_test_attn a = {sh[i].nh, sh[i].nkv, 128, sh[i].ctx, 1, 0, bs, nb, sh[i].splits,
+                          0.088388f, 0.0f, blocks, 1, 0, -1, cold};
+      wk_error err = {{0}};
+      double us = 0;
+      int st = cuda_bench_attention(&a, 20, &us, &err);
+      free(blocks);
+      if (st) {
+        printf("layout %d/%d FAILED: %s\n", sh[i].nh, sh[i].nkv, err.msg);
+        g_fail++;
+        continue;
+      }
+      double gb = 2.0 * sh[i].ctx * sh[i].nkv * 128 * 2 / (us * 1e-6) / 1e9;
+      printf("layout %2d/%d heads, %5d keys, %3d splits%s: %7.1f us %6.0f GB/s\n", sh[i].nh,
+             sh[i].nkv, sh[i].ctx, sh[i].splits, cold ? " cold" : "     ", us, gb);
+    }
+}
+
 int main(int argc, char **argv) {
+  if (argc > 1 && !strcmp(argv[1], "layout")) {
+    layout();
+    return g_fail ? 1 : 0;
+  }
   if (argc > 1 && !strcmp(argv[1], "decode")) {
     decode();
+    return g_fail ? 1 : 0;
+  }
+  if (argc > 2 && !strcmp(argv[1], "flash")) {  // one head-dim-128 variant, for a profiler
+    run("flash", 32, 8, 128, 4096, 4096, 1, atoi(argv[2]), 1, 3);
     return g_fail ? 1 : 0;
   }
   int n = argc > 1 ? atoi(argv[1]) : 4096;
@@ -109,15 +149,25 @@ int main(int argc, char **argv) {
   // The flash configurations (flash_attn.cu): warps, m-tiles a warp, keys a
   // tile, Q in registers or shared memory, blocks an SM asked of ptxas.
   static const char *v128[] = {"NW4 MT1 BN32 Qreg MB3", "NW4 MT1 BN64 Qreg", "NW4 MT2 BN64 Qsmem",
-                               "NW4 MT2 BN32 Qsmem",    "NW8 MT1 BN64 Qreg", "NW4 MT1 BN32 Qreg"};
+                               "NW4 MT2 BN32 Qsmem",    "NW8 MT1 BN64 Qreg", "NW4 MT1 BN32 Qreg",
+                               "NW8 MT2 BN64 Qsmem"};
   static const char *v64[] = {"NW4 MT1 BN64 Qreg", "NW4 MT2 BN64 Qreg"};
   static const char *v256[] = {"NW4 MT1 BN32 Qsmem", "NW8 MT1 BN32 Qsmem"};
   char what[64];
   run("split kernel", 32, 8, 128, n, n, 0, -1, 1, 2);
-  for (int v = 0; v < 6; v++) {
+  for (int v = 0; v < 7; v++) {
     snprintf(what, sizeof what, "flash v%d %s", v, v128[v]);
     run(what, 32, 8, 128, n, n, 1, v, 1, 10);
   }
+  // Fewer new tokens over the same keys (the last chunk of a chunked prompt,
+  // short turns): the configurations the default picks from.
+  static const int news[] = {16, 64, 256, 1024};
+  static const int vs[] = {0, 2, 6};
+  for (int i = 0; i < 4; i++)
+    for (int k = 0; k < 3; k++) {
+      snprintf(what, sizeof what, "flash v%d, %d new", vs[k], news[i]);
+      run(what, 32, 8, 128, n, news[i], 1, vs[k], 1, 10);
+    }
   int chunk = n / 4 > 16 ? n / 4 : 16;
   run("split kernel, last chunk", 32, 8, 128, n, chunk, 0, -1, 1, 3);
   run("flash default, last chunk", 32, 8, 128, n, chunk, 1, -1, 1, 10);

@@ -31,6 +31,7 @@
 
 #include "backend/cuda/internal.cuh"  // MVR_* (mvr.cuh reads them)
 #include "backend/cuda/mvr.cuh"  // mvr_kq_sum4: a Q4_K lane's scales, mins and sums
+#include "backend/cuda/mvs.cuh"  // bar_init, bar_expect, bar_wait, bulk_copy
 
 #define PCK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { printf("CUDA %s at %d\n", cudaGetErrorString(e_), __LINE__); exit(1); } } while (0)
 
@@ -645,6 +646,88 @@ __global__ void __launch_bounds__(1024, 1) k_chain(chain_args a, int p0, int np,
     __syncthreads();  // xs is restaged by the next phase
   }
 }
+// The same products with the next launch's first rows landed in shared
+// memory: blocks of 512 threads (at most half an SM's registers and shared
+// memory), so a launch's block finds room on an SM beside the running one
+// and, before it waits for the previous grid, has the copy engine bring its
+// first `land` rows into shared memory (bulk copies on an mbarrier); its
+// warps also issue their first D register loads of the remaining rows. After
+// the wait it stages x, computes the landed rows from shared memory, then
+// streams the rest as k_chain does. Each row is one warp's, summed in the
+// same order as k_chain, so the outputs are bit-identical.
+template <int D>
+__global__ void __launch_bounds__(512, 2) k_land(chain_args a, int p, int land, int pdl) {
+  extern __shared__ __align__(16) unsigned char sm_land[];
+  float *xs = (float *)sm_land;
+  const int n = a.n, lane = threadIdx.x & 31, nw = blockDim.x >> 5, wi = threadIdx.x >> 5;
+  const int R0 = (int)((long)blockIdx.x * n / gridDim.x), R1 = (int)((long)(blockIdx.x + 1) * n / gridDim.x);
+  const int L = min(land, R1 - R0);
+  const __half *W = a.W[p];
+  const __half *lw = (const __half *)(sm_land + (size_t)n * 4);
+  uint64_t *bar = (uint64_t *)(sm_land + (size_t)n * 4 + (size_t)land * n * 2);
+  if (pdl) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  if (threadIdx.x == 0 && L > 0) {
+    bar_init(bar);
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    const uint32_t total = (uint32_t)L * n * 2;
+    bar_expect(bar, total);
+    const unsigned char *src = (const unsigned char *)(W + (size_t)R0 * n);
+    for (uint32_t o = 0; o < total; o += 16384)
+      bulk_copy((void *)((const unsigned char *)lw + o), src + o, min(16384u, total - o), bar);
+  }
+  const int G0 = R0 + L, ng = R1 - G0;
+  const int r0 = G0 + wi * ng / nw, r1 = G0 + (wi + 1) * ng / nw;
+  const int ls = a.log_steps, sm = (1 << ls) - 1;
+  const int items = (r1 - r0) << ls;
+  uint4 w[D];
+  auto ld = [&](int i) {
+    const __half *row = W + (size_t)(r0 + (i >> ls)) * n + 256 * (i & sm);
+    return __ldg((const uint4 *)row + lane);
+  };
+#pragma unroll
+  for (int k = 0; k < D; k++)
+    if (k < items) w[k] = ld(k);
+  if (pdl) asm volatile("griddepcontrol.wait;" ::: "memory");
+  for (int i = threadIdx.x; i < n; i += blockDim.x) xs[i] = __ldcg(a.y[p] + i);
+  __syncthreads();
+  auto dot8 = [&](const uint4 &v, int c, float acc) {
+    const __half2 *h = (const __half2 *)&v;
+#pragma unroll
+    for (int e = 0; e < 4; e++) {
+      const float2 f = __half22float2(h[e]);
+      acc = fmaf(f.x, xs[c + 2 * e], fmaf(f.y, xs[c + 2 * e + 1], acc));
+    }
+    return acc;
+  };
+  if (L > 0) {
+    bar_wait(bar, 0);
+    for (int r = wi; r < L; r += nw) {
+      float acc = 0.0f;
+      for (int s = 0; s <= sm; s++)
+        acc = dot8(((const uint4 *)(lw + (size_t)r * n + 256 * s))[lane], 256 * s + 8 * lane, acc);
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
+      if (lane == 0) a.y[p + 1][R0 + r] = acc;
+    }
+  }
+  float acc = 0.0f;
+  for (int i0 = 0; i0 < items; i0 += D) {
+#pragma unroll
+    for (int k = 0; k < D; k++) {
+      const int i = i0 + k;
+      if (i >= items) break;
+      const uint4 v = w[k];
+      if (i + D < items) w[k] = ld(i + D);
+      acc = dot8(v, 256 * (i & sm) + 8 * lane, acc);
+      if (((i + 1) & sm) == 0) {
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
+        if (lane == 0) a.y[p + 1][r0 + (i >> ls)] = acc;
+        acc = 0.0f;
+      }
+    }
+  }
+}
 static void probe_chain(double bw) {
   const int P = 8, D = 6;
   int sms = 0, per = 0;
@@ -693,6 +776,25 @@ static void probe_chain(double bw) {
         const bool same = !memcmp(ref.data(), out.data(), n * sizeof(float));
         printf("chain n %5d (%5.1f MB a product): %d phases a launch, %-5s %7.2f us a product, "
                "%3.0f%% of copy%s\n", n, mb, per_launch, pdl ? "pdl" : "plain", us,
+               100.0 * mb * 1e6 / (us * 1e-6) / 1e9 / bw, same ? "" : "  OUTPUT DIFFERS");
+      }
+    }
+    // Landed rows: 512-thread blocks, one an SM; rows landed a block.
+    auto kl = k_land<D>;
+    for (int land : {0, 2, 4, 8, 12}) {
+      const size_t lsm = (size_t)n * 4 + (size_t)land * n * 2 + 16;
+      if (lsm > 113 * 1024) continue;
+      PCK(cudaFuncSetAttribute(kl, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)lsm));
+      PCK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, kl, 512, lsm));
+      for (int pdl = 0; pdl < 2; pdl++) {
+        double us = graph_us([&](cudaStream_t st, int) {
+          for (int p = 0; p < P; p++) launch_pdl(st, pdl, sms, 512, lsm, kl, a, p, land, pdl);
+        }, pdl, 1) / P;
+        std::vector<float> out(n);
+        PCK(cudaMemcpy(out.data(), yh[P], n * sizeof(float), cudaMemcpyDeviceToHost));
+        const bool same = !memcmp(ref.data(), out.data(), n * sizeof(float));
+        printf("land  n %5d: %2d rows landed a block (%3zu KB smem, %d blocks/SM fit), %-5s %7.2f us a "
+               "product, %3.0f%% of copy%s\n", n, land, lsm / 1024, per, pdl ? "pdl" : "plain", us,
                100.0 * mb * 1e6 / (us * 1e-6) / 1e9 / bw, same ? "" : "  OUTPUT DIFFERS");
       }
     }

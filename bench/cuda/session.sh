@@ -19,6 +19,7 @@
 #           WICK_CUDA_ATTN=warp; join several with commas), and with the build of ref/ when
 #           that folder holds another tree (e.g. `git archive COMMIT`); memory with 512-token
 #           batches for the first type
+#   flash   flash attention (prefill) alone at 4096 tokens; with ncu its profile (FLASH_V: variant)
 #   attn    decode attention alone (bench_attn decode: kernels x splits, 4096 and 16384 keys)
 #   ncu     per-kernel times of one decode step (2-layer 8B-shape models of NCU_TYPES, default
 #           q4_k_m; context NCU_CTX, default 4096, 0 to skip; dependent launch and graphs off:
@@ -166,6 +167,7 @@ fi
 if has attn; then
   say "== decode attention ($(since))"
   timeout 120 $B/bench_attn decode 2>&1 | grep -v RESULT | tee -a "$LOG"
+  timeout 60 $B/bench_attn layout 2>&1 | tee -a "$LOG"
   if has ncu; then
     NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null | head -1)
     timeout 90 $NCU --clock-control none -k regex:k_attn_decode --launch-skip 63 --launch-count 1 \
@@ -173,6 +175,29 @@ if has attn; then
       --section SchedulerStats --section MemoryWorkloadAnalysis $B/bench_attn decode > "$OUT/ncu_attn.log" 2>&1
     grep -E "k_attn|Duration|DRAM Throughput|Achieved Occupancy|Registers|Stall|Warp Cycles Per Issued|No Eligible|Active Warps|Block Limit|Shared Memory Config" \
       "$OUT/ncu_attn.log" | head -30 | tee -a "$LOG"
+  fi
+fi
+
+if has flash; then
+  say "== flash attention, 4096 tokens ($(since))"
+  timeout 120 $B/bench_attn 4096 2>&1 | grep -v RESULT | tee -a "$LOG"
+  if has ncu; then
+    NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null | head -1)
+    timeout 120 $NCU --clock-control none -k regex:k_flash_attn --launch-skip 1 --launch-count 1 \
+      --section SpeedOfLight --section Occupancy --section WarpStateStats --section LaunchStats \
+      --section SchedulerStats --section ComputeWorkloadAnalysis --section InstructionStats \
+      --section MemoryWorkloadAnalysis $B/bench_attn flash ${FLASH_V:-0} > "$OUT/ncu_flash.log" 2>&1
+    S=smsp__average_warp_latency_issue_stalled
+    M=""
+    for r in barrier long_scoreboard short_scoreboard mio_throttle math_pipe_throttle wait \
+      not_selected selected dispatch_stall lg_throttle no_instruction branch_resolving; do
+      M="$M,smsp__warp_issue_stalled_${r}_per_warp_active.pct"
+    done
+    timeout 120 $NCU --clock-control none -k regex:k_flash_attn --launch-skip 1 --launch-count 1 \
+      --metrics "${M#,},sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active" \
+      $B/bench_attn flash ${FLASH_V:-0} > "$OUT/ncu_flash_stalls.log" 2>&1
+    grep -E "Duration|Throughput|Eligible|Issued|Registers|Occupancy|Pipe|stalled|hmma|xu" \
+      "$OUT/ncu_flash.log" "$OUT/ncu_flash_stalls.log" | head -70 | tee -a "$LOG"
   fi
 fi
 

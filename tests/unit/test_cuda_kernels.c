@@ -400,6 +400,9 @@ static float f16r(float v) { return wk_f16_to_f32(wk_f32_to_f16(v)); }
 // kernel, f16 Q and P on the tensor cores (2e-3 of max(1, max |ref|)),
 // configuration `variant` (-1 the default). n_seqs sequences of n_ctx keys with n_new new
 // tokens each share the batch.
+// q's spread: 1 (scores ~ N(0, 1)), or larger so that a row's running max
+// jumps by more than the flash kernel's rescale threshold (2^8) mid-row.
+static float g_attn_qmul = 1.0f;
 static void test_attention(int nh, int nkv, int hd, int n_ctx, int n_new, int window,
                            float softcap, int splits, int kernel, int n_seqs, int variant) {
   const int bs = 16, nb = (n_ctx + bs - 1) / bs, pool = n_seqs * nb + 5;
@@ -417,7 +420,7 @@ static void test_attention(int nh, int nkv, int hd, int n_ctx, int n_new, int wi
   float *q = wk_malloc(4 * qn), *k = wk_malloc(4 * kn), *v = wk_malloc(4 * kn);
   float *out = wk_malloc(4 * qn);
   double *sc = wk_malloc(sizeof(double) * n_ctx);
-  for (size_t i = 0; i < qn; i++) q[i] = nrand();
+  for (size_t i = 0; i < qn; i++) q[i] = g_attn_qmul * nrand();
   for (size_t i = 0; i < kn; i++) k[i] = nrand(), v[i] = nrand();
   float scale = 1.0f / sqrtf((float)hd);
   cuda_test_attn a = {nh,    nkv,     hd,     n_ctx,  n_new,  window, bs, pool, splits,
@@ -670,9 +673,13 @@ int main(void) {
   test_attention(8, 2, 128, 150, 45, 0, 0.0f, 1, 1, 3, -1);
   test_attention(4, 1, 128, 300, 100, 64, 0.0f, 1, 1, 2, -1);
   test_attention(6, 3, 128, 1000, 20, 0, 0.0f, 1, 1, 1, -1);
-  for (int var = 1; var < 6; var++) {  // the other configurations the benchmark times
+  for (int var = 0; var < 7; var++) {  // every configuration (the default picks by size)
     test_attention(8, 2, 128, 700, 301, 0, 0.0f, 1, 1, 1, var);
     test_attention(8, 2, 128, 150, 45, 0, 0.0f, 1, 1, 3, var);
+    test_attention(4, 1, 128, 600, 257, 96, 30.0f, 1, 1, 2, var);
+    g_attn_qmul = 6.0f;  // scores ~ N(0, 36): the running max jumps past the threshold
+    test_attention(8, 2, 128, 700, 301, 0, 0.0f, 1, 1, 1, var);
+    g_attn_qmul = 1.0f;
   }
   test_attention(8, 2, 64, 300, 130, 0, 0.0f, 1, 1, 1, 1);
   test_attention(4, 1, 256, 700, 300, 128, 50.0f, 1, 1, 1, 1);

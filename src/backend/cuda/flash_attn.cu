@@ -14,6 +14,8 @@
 // keys with the other rows masked.
 #include <limits.h>
 
+#include <type_traits>
+
 #include "backend/cuda/internal.cuh"
 #include "backend/cuda/mma.cuh"
 
@@ -143,19 +145,37 @@ __global__ void __launch_bounds__(NW * 32, MINB)
     const int32_t *bt = m.bt + m.bt_off[seq];
     const int ntile = (khi - klo + BN - 1) / BN;
 
-    // K and V of the tile at key kb into stage st (one cp.async group).
-    auto load = [&](int kb, int st) {
+    // K and V of the tile at key kb into stage st (one cp.async group). The
+    // thread's rows' cache slots first (every block-table read in flight
+    // together), then the copies; a power-of-two block size (the usual)
+    // takes shifts, in a copy of the loop without the division.
+    auto load_rows = [&](int kb, int st, auto pow2) {
+      int slot[LPT];
 #pragma unroll
       for (int i = 0; i < LPT; i++) {
-        int j = kb + lrow0 + i * (NT / CH);
-        bool ok = j < khi;
-        int blk = bsh >= 0 ? j >> bsh : j / bs;
-        size_t off = ok ? ((size_t)bt[blk] * bs + (j - blk * bs)) * kv_row + (size_t)kvh * D + lcol : 0;
-        uint32_t d = st * STAGE + i * (NT / CH) * LD * 2;
+        const int j = kb + lrow0 + i * (NT / CH);
+        int blk = 0, in = 0;
+        if constexpr (decltype(pow2)::value)
+          blk = j >> bsh, in = j & (bs - 1);
+        else
+          blk = j / bs, in = j - blk * bs;
+        slot[i] = j < khi ? bt[blk] * bs + in : -1;
+      }
+#pragma unroll
+      for (int i = 0; i < LPT; i++) {
+        const bool ok = slot[i] >= 0;
+        const size_t off = ok ? (size_t)slot[i] * kv_row + (size_t)kvh * D + lcol : 0;
+        const uint32_t d = st * STAGE + i * (NT / CH) * LD * 2;
         cp16(ld_k + d, kc + off, ok);
         cp16(ld_v + d, vc + off, ok);
       }
       cp_commit();
+    };
+    auto load = [&](int kb, int st) {
+      if (bsh >= 0)
+        load_rows(kb, st, std::true_type{});
+      else
+        load_rows(kb, st, std::false_type{});
     };
     load(klo, 0);
 
@@ -195,27 +215,45 @@ __global__ void __launch_bounds__(NW * 32, MINB)
         }
       }
       // Soft-cap, mask, online softmax of rows (t, 0) (s[t][.][0..1]) and (t, 1) (s[t][.][2..3]).
+      // Tiles every row of the warp sees whole (most of them) take a copy of
+      // the loop without the key comparisons: one branch a tile, where a
+      // predicated mask costs ~90 instructions a tile (SASS).
       const bool full = kb >= all_lo && kb + BN - 1 <= all_hi;
+      float mx[MT][2];
+      auto cap_mask_max = [&](auto masked) {
+#pragma unroll
+        for (int t = 0; t < MT; t++) {
+          mx[t][0] = mx[t][1] = -INFINITY;
+#pragma unroll
+          for (int j = 0; j < BN / 8; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+              float v = s[t][j][e];
+              if (cap > 0.0f) v = cap * tanhf(v / cap);
+              if constexpr (decltype(masked)::value) {
+                int key = kb + 8 * j + 2 * c4 + (e & 1);
+                if (key < lo[t][e >> 1] || key > hi[t][e >> 1]) v = -INFINITY;
+              }
+              s[t][j][e] = v;
+              mx[t][e >> 1] = fmaxf(mx[t][e >> 1], v);
+            }
+        }
+      };
+      if (full)
+        cap_mask_max(std::false_type{});
+      else
+        cap_mask_max(std::true_type{});
 #pragma unroll
       for (int t = 0; t < MT; t++) {
-        float mx[2] = {-INFINITY, -INFINITY};
-#pragma unroll
-        for (int j = 0; j < BN / 8; j++)
-#pragma unroll
-          for (int e = 0; e < 4; e++) {
-            float v = s[t][j][e];
-            if (cap > 0.0f) v = cap * tanhf(v / cap);
-            if (!full) {
-              int key = kb + 8 * j + 2 * c4 + (e & 1);
-              if (key < lo[t][e >> 1] || key > hi[t][e >> 1]) v = -INFINITY;
-            }
-            s[t][j][e] = v;
-            mx[e >> 1] = fmaxf(mx[e >> 1], v);
-          }
         float corr[2];
 #pragma unroll
         for (int h = 0; h < 2; h++) {
-          float mn = fmaxf(mrow[t][h], quad_max(mx[h]));
+          // The running max moves only when a tile's scores pass it by more
+          // than 2^8 (in exp2 terms): P stays <= 256 (exact enough in f16, the
+          // sum and the accumulators in f32) and the accumulators are rescaled
+          // only at real jumps, not at every small rise of the first tiles.
+          const float cand = fmaxf(mrow[t][h], quad_max(mx[t][h]));
+          const float mn = (cand - mrow[t][h]) * LOG2E > 8.0f ? cand : mrow[t][h];
           // A row with no key yet keeps -inf: offset 0 keeps exp2 away from inf - inf.
           float mu = mn == -INFINITY ? 0.0f : mn * LOG2E, sum = 0.0f;
           corr[h] = mn == mrow[t][h] ? 1.0f : exp2f(mrow[t][h] * LOG2E - mu);
@@ -301,17 +339,27 @@ int flash_launch(cu_ctx *c, const cu_attn_shape *a, const cu_meta *m, int n, con
 }  // namespace
 
 // The configurations per head dim (D, warps, m-tiles a warp, keys a tile, Q
-// in registers, blocks an SM for the register budget); the first of each is
-// the default, the others are there for the benchmark (variant > 0). H200,
-// 4096 tokens, 32/8 heads, hd 128 (docs/CUDA.md): 203, 193, 204, 198, 194
-// and 187 TFLOP/s for variants 0..5; v0 is as fast as v2 without its spills.
+// in registers, blocks an SM for the register budget); variant -1 picks
+// (below), the others are there for the benchmark and the tests. H200, 32/8
+// heads, hd 128, 4096 new tokens over 4096 keys (docs/CUDA.md, session 9):
+// 229, 242, 259, 243, 223, 217 and 239 TFLOP/s for variants 0..6; 1024 new
+// tokens: v0 341 us, v2 210; 16-256 new tokens: v0 120 us, v2 140-158.
 int cu_flash_attention(cu_ctx *c, const cu_attn_shape *a, const cu_meta *m, int n,
                        const float *q, const __half *kc, const __half *vc, float *out,
                        __half *out_h, int variant, wk_error *err) {
   if (a->n_heads % a->n_kv_heads)
     return cu_fail(err, WICK_ERR_UNSUPPORTED, "cuda: %d query heads not a multiple of %d kv heads",
                    a->n_heads, a->n_kv_heads);
-  if (variant < 0) variant = 0;
+  if (variant < 0) {
+    // Head dim 128: 32 rows a warp (v2, 128 a block) once those blocks fill
+    // the SMs; below that, 16 rows a warp and more blocks (v0).
+    variant = 0;
+    int dev = 0, sms = 0;
+    if (a->head_dim == 128 && cudaGetDevice(&dev) == cudaSuccess &&
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) == cudaSuccess &&
+        cu_div_up((long)n * (a->n_heads / a->n_kv_heads), 128) * a->n_kv_heads >= sms)
+      variant = 2;
+  }
 #define FA_(d, v, nw, mt, bn, qreg, minb) \
   case d * 16 + v:                                                                       \
     return flash_launch<d, nw, mt, bn, qreg, minb>(c, a, m, n, q, kc, vc, out, out_h, err);
@@ -324,6 +372,7 @@ int cu_flash_attention(cu_ctx *c, const cu_attn_shape *a, const cu_meta *m, int 
     FA_(128, 3, 4, 2, 32, false, 1)
     FA_(128, 4, 8, 1, 64, true, 1)
     FA_(128, 5, 4, 1, 32, true, 1)
+    FA_(128, 6, 8, 2, 64, false, 1)
     FA_(256, 0, 4, 1, 32, false, 1)
     FA_(256, 1, 8, 1, 32, false, 1)
     default:
