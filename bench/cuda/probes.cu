@@ -10,7 +10,9 @@
 //                   8 F16 products y_{p+1} = W_p y_p (4096 and 8192 square) as
 //                   8, 4, 2 or 1 launches of 1, 2, 4 or 8 phases (a grid barrier
 //                   between phases, the next phase's first loads issued before
-//                   it), plainly and with dependent launch, in one graph
+//                   it), plainly and with dependent launch, in one graph; then
+//                   as 512-thread launches that land their first rows in shared
+//                   memory by bulk copies before the wait (k_land)
 //   ./probes mma    matrix-vector products on the tensor cores (mma.sync) for
 //                   FP8 (wick's 132-byte blocks: f32 scale + 128 e4m3 codes; x as
 //                   two e4m3 terms in two B columns) and Q4_K (u8 nibbles x int8

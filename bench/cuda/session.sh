@@ -18,7 +18,8 @@
 #           4096), once as built and once under each environment setting in AB (words like
 #           WICK_CUDA_ATTN=warp; join several with commas), and with the build of ref/ when
 #           that folder holds another tree (e.g. `git archive COMMIT`); memory with 512-token
-#           batches for the first type
+#           batches for the first type (CHUNKS: batch sizes, default 512; MODEL_REPS: rounds of
+#           base / AB / ref, default 1)
 #   flash   flash attention (prefill) alone at 4096 tokens; with ncu its profile (FLASH_V: variant)
 #   attn    decode attention alone (bench_attn decode: kernels x splits, 4096 and 16384 keys)
 #   ncu     per-kernel times of one decode step (2-layer 8B-shape models of NCU_TYPES, default
@@ -238,7 +239,7 @@ if has model; then
     say "== Llama-3-8B shape, $ty: bench_cuda model FILE $ARGS ($(since))"
     ref=
     [ -x $B/bench_cuda_ref ] && ref=ref
-    for ab in base $AB $ref; do
+    for ab in $(for r in $(seq "${MODEL_REPS:-1}"); do echo base $AB $ref; done); do
       envs=() bin=$B/bench_cuda
       [ "$ab" = ref ] && bin=$B/bench_cuda_ref
       [ "$ab" != base ] && [ "$ab" != ref ] && IFS=, read -r -a envs <<< "$ab"
@@ -248,9 +249,11 @@ if has model; then
       grep -E "FAIL|error" /tmp/one.log | head -3 | tee -a "$LOG"
     done
     if [ $first = 1 ]; then
-      say "== $ty: 4096-token context (4064 + 31 + 1), 512-token batches (memory); whole logits copied back"
-      WICK_BENCH_TOPK=0 timeout 90 $B/bench_cuda model $f 4064 512 31 2>&1 |
-        sed "s/^RESULT /RESULT $ty ctx4096-b512 /" | tee -a "$LOG"
+      for cb in ${CHUNKS:-512}; do
+        say "== $ty: 4096-token context (4064 + 31 + 1), $cb-token batches (memory); whole logits copied back"
+        WICK_BENCH_TOPK=0 timeout 90 $B/bench_cuda model $f 4064 $cb 31 2>&1 |
+          sed "s/^RESULT /RESULT $ty ctx4096-b$cb /" | tee -a "$LOG"
+      done
       say "-- the same with the context's default 1 KB thread stacks (WICK_CUDA_STACK=1024)"
       WICK_CUDA_STACK=1024 WICK_BENCH_TOPK=0 timeout 90 $B/bench_cuda model $f 4064 512 31 2>&1 |
         grep -E "^model" | tee -a "$LOG"
