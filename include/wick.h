@@ -124,7 +124,8 @@ typedef struct wick_session wick_session;
 
 typedef struct wick_session_params {
   int n_ctx;           // context length in tokens; 0 = min(2048, model's trained context)
-  int n_batch;         // most prompt tokens evaluated in one forward pass (default 512)
+  int n_batch;         // most prompt tokens evaluated in one forward pass; 0 = the device's
+                       // default (512 on the CPU, 1024 on CUDA)
   int n_logits;        // rows of logits one forward pass can return: wick_score
                        // evaluates up to min(n_batch, n_logits) tokens per pass (default 1)
   int n_threads;       // CPU threads; 0 = number of online cores

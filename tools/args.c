@@ -140,7 +140,7 @@ const char *args_common_help(bool sampling) {
   if (!sampling)
     return "  -m, --model MODEL        GGUF file, or smollm2 / gemma3 (default models)\n"
            "  -t, --threads N          CPU threads (default: number of cores)\n"
-           "  -b, --batch-size N       tokens per forward pass (default 512)\n"
+           "  -b, --batch-size N       tokens per forward pass (default 512; 1024 on CUDA)\n"
            "  --device DEV             cpu, cuda or cuda:N (default: cuda if present)\n"
            "  --exact                  f32 activations throughout (slower; for reference checks)\n";
   return "  -m, --model MODEL        GGUF file, or smollm2 / gemma3 (default models)\n"
@@ -157,7 +157,7 @@ const char *args_common_help(bool sampling) {
          "  --stop STR               stop before STR (repeatable)\n"
          "  -c, --ctx-size N         context length (default 2048, or the model's if smaller)\n"
          "  -t, --threads N          CPU threads (default: number of cores)\n"
-         "  -b, --batch-size N       prompt tokens per forward pass (default 512)\n"
+         "  -b, --batch-size N       prompt tokens per forward pass (default 512; 1024 on CUDA)\n"
          "  --device DEV             cpu, cuda or cuda:N (default: cuda if present)\n"
          "  --exact                  f32 activations throughout (slower; for reference checks)\n";
 }

@@ -91,6 +91,20 @@ static void test_score_chunking(wick_model *m) {
   // overflow: 40 more tokens do not fit after 40
   CHECK(wick_score(s2, t, N, b, err, sizeof err) == WICK_ERR_RANGE);
   CHECK(strstr(err, "context is 64") != NULL);
+  // n_batch 0: the device's default (the CPU's 512, here the whole context);
+  // negative: a clear error
+  wick_session *s0 = open_session(m, 64, 0, 64);
+  CHECK(wick_score(s0, t, N, a, err, sizeof err) == WICK_OK);
+  worst = 0;
+  for (int i = 0; i < N - 1; i++) worst = fmax(worst, rel(a[i], whole[i]));
+  CHECK(worst < 1e-6);
+  wick_session_params sp = wick_session_default_params();
+  CHECK(sp.n_batch == 0);
+  sp.n_batch = -1, sp.device = "cpu";
+  wick_session *bad = NULL;
+  CHECK(wick_session_create(&bad, m, &sp, err, sizeof err) == WICK_ERR_INVALID && !bad);
+  CHECK(strstr(err, "n_batch must be >= 0") != NULL);
+  wick_session_free(s0);
   wick_session_free(s1);
   wick_session_free(s2);
 }
