@@ -12,7 +12,9 @@
 //                   between phases, the next phase's first loads issued before
 //                   it), plainly and with dependent launch, in one graph; then
 //                   as 512-thread launches that land their first rows in shared
-//                   memory by bulk copies before the wait (k_land)
+//                   memory by bulk copies before the wait (k_land), and as the
+//                   persistent 1024-thread kernel landing each phase's first
+//                   rows before its barrier (k_chain_land)
 //   ./probes mma    matrix-vector products on the tensor cores (mma.sync) for
 //                   FP8 (wick's 132-byte blocks: f32 scale + 128 e4m3 codes; x as
 //                   two e4m3 terms in two B columns) and Q4_K (u8 nibbles x int8
@@ -730,6 +732,110 @@ __global__ void __launch_bounds__(512, 2) k_land(chain_args a, int p, int land, 
     }
   }
 }
+// k_chain with the next phase's first rows landed in shared memory: the
+// persistent version (1024 threads, one block an SM, np phases a launch)
+// where, before each phase's grid barrier (or the dependent-launch wait of
+// the launch's first phase), thread 0 has the copy engine bring the block's
+// first rows of that phase (up to lb bytes, whole warps' rows) into shared
+// memory; those warps compute from there, the others stream as k_chain does
+// (their first D loads also issued before the barrier). So the bytes in
+// flight across a boundary are the registers' and up to lb more a block.
+// Each row is one warp's, summed in k_chain's order: outputs bit-identical.
+template <int D>
+__global__ void __launch_bounds__(1024, 1) k_chain_land(chain_args a, int p0, int np, int pdl,
+                                                        int lb) {
+  extern __shared__ __align__(16) unsigned char sm_cl[];
+  const int n = a.n, lane = threadIdx.x & 31, nw = blockDim.x >> 5, wi = threadIdx.x >> 5;
+  float *xs = (float *)sm_cl;
+  const __half *lw = (const __half *)(sm_cl + (size_t)n * 4);
+  uint64_t *bar = (uint64_t *)(sm_cl + (size_t)n * 4 + (size_t)lb);
+  const int tw = gridDim.x * nw, gw0 = blockIdx.x * nw, gw = gw0 + wi;
+  auto rbeg = [&](int w) { return (int)((long)w * n / tw); };
+  const int r0 = rbeg(gw), r1 = rbeg(gw + 1), R0 = rbeg(gw0);
+  // Landed rows: [R0, R0 + L), whole warps' rows within lb bytes.
+  int L = 0;
+  for (int w = 0; w < nw; w++) {
+    const int e = rbeg(gw0 + w + 1) - R0;
+    if ((long)e * n * 2 > lb) break;
+    L = e;
+  }
+  const bool landed = L > 0 && r1 - R0 <= L;
+  const int ls = a.log_steps, sm = (1 << ls) - 1;
+  const int items = landed ? 0 : (r1 - r0) << ls;
+  if (threadIdx.x == 0 && L > 0) {
+    bar_init(bar);
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();
+  uint4 w[D];
+  auto ld = [&](const __half *W, int i) {
+    const __half *row = W + (size_t)(r0 + (i >> ls)) * n + 256 * (i & sm);
+    return __ldg((const uint4 *)row + lane);
+  };
+  auto dot8 = [&](const uint4 &v, int c, float acc) {
+    const __half2 *h = (const __half2 *)&v;
+#pragma unroll
+    for (int e = 0; e < 4; e++) {
+      const float2 f = __half22float2(h[e]);
+      acc = fmaf(f.x, xs[c + 2 * e], fmaf(f.y, xs[c + 2 * e + 1], acc));
+    }
+    return acc;
+  };
+  for (int p = p0; p < p0 + np; p++) {
+    const __half *W = a.W[p];
+    if (threadIdx.x == 0 && L > 0) {  // the landing of this phase's first rows
+      // the last phase's reads of the buffer (generic proxy) before the copy
+      // engine's writes (async proxy)
+      asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+      const uint32_t total = (uint32_t)L * n * 2;
+      bar_expect(bar, total);
+      const unsigned char *src = (const unsigned char *)(W + (size_t)R0 * n);
+      for (uint32_t o = 0; o < total; o += 16384)
+        bulk_copy((void *)((const unsigned char *)lw + o), src + o, min(16384u, total - o), bar);
+    }
+#pragma unroll
+    for (int k = 0; k < D; k++)
+      if (k < items) w[k] = ld(W, k);
+    if (p == p0) {
+      if (pdl) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+      if (pdl) asm volatile("griddepcontrol.wait;" ::: "memory");
+    } else {
+      chain_barrier(a.bar);
+    }
+    for (int i = threadIdx.x; i < n; i += blockDim.x) xs[i] = __ldcg(a.y[p] + i);
+    __syncthreads();
+    if (landed) {
+      bar_wait(bar, (uint32_t)((p - p0) & 1));
+      for (int r = r0; r < r1; r++) {
+        float acc = 0.0f;
+        for (int st = 0; st <= sm; st++)
+          acc = dot8(((const uint4 *)(lw + (size_t)(r - R0) * n + 256 * st))[lane],
+                     256 * st + 8 * lane, acc);
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
+        if (lane == 0) a.y[p + 1][r] = acc;
+      }
+    }
+    float acc = 0.0f;
+    for (int i0 = 0; i0 < items; i0 += D) {
+#pragma unroll
+      for (int k = 0; k < D; k++) {
+        const int i = i0 + k;
+        if (i >= items) break;
+        const uint4 v = w[k];
+        if (i + D < items) w[k] = ld(W, i + D);
+        acc = dot8(v, 256 * (i & sm) + 8 * lane, acc);
+        if (((i + 1) & sm) == 0) {
+#pragma unroll
+          for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
+          if (lane == 0) a.y[p + 1][r0 + (i >> ls)] = acc;
+          acc = 0.0f;
+        }
+      }
+    }
+    __syncthreads();  // xs and the landed rows are reused by the next phase
+  }
+}
 static void probe_chain(double bw) {
   const int P = 8, D = 6;
   int sms = 0, per = 0;
@@ -778,6 +884,28 @@ static void probe_chain(double bw) {
         const bool same = !memcmp(ref.data(), out.data(), n * sizeof(float));
         printf("chain n %5d (%5.1f MB a product): %d phases a launch, %-5s %7.2f us a product, "
                "%3.0f%% of copy%s\n", n, mb, per_launch, pdl ? "pdl" : "plain", us,
+               100.0 * mb * 1e6 / (us * 1e-6) / 1e9 / bw, same ? "" : "  OUTPUT DIFFERS");
+      }
+    }
+    // The persistent launch with landed rows (8 phases, 1024 threads).
+    auto kcl = k_chain_land<D>;
+    for (int lbk : {0, 64, 128, 192}) {
+      const int lb = lbk * 1024;
+      const size_t csm = (size_t)n * 4 + lb + 16;
+      if (csm > 227 * 1024) continue;
+      PCK(cudaFuncSetAttribute(kcl, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)csm));
+      PCK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, kcl, 1024, csm));
+      if (per < 1) continue;
+      for (int per_launch : {8, 1}) {
+        double us = graph_us([&](cudaStream_t st, int) {
+          for (int p = 0; p < P; p += per_launch)
+            launch_pdl(st, 1, sms, 1024, csm, kcl, a, p, per_launch, 1, lb);
+        }, 1, 1) / P;
+        std::vector<float> out(n);
+        PCK(cudaMemcpy(out.data(), yh[P], n * sizeof(float), cudaMemcpyDeviceToHost));
+        const bool same = !memcmp(ref.data(), out.data(), n * sizeof(float));
+        printf("chainl n %5d: %3d KB landed a block, %d phases a launch, pdl %7.2f us a product, "
+               "%3.0f%% of copy%s\n", n, lbk, per_launch, us,
                100.0 * mb * 1e6 / (us * 1e-6) / 1e9 / bw, same ? "" : "  OUTPUT DIFFERS");
       }
     }
