@@ -28,6 +28,7 @@
 #include "base/error.h"
 #include "base/timer.h"
 #include "commands.h"
+#include "engine/session.h"
 #include "format/gguf.h"
 #include "model/model.h"
 
@@ -74,7 +75,7 @@ static void usage(FILE *f) {
           "  -n, --n-gen N         generated tokens (default 128; 0 skips tg)\n"
           "  -d, --depth D         tokens already in the cache before each test (default 0)\n"
           "  -t, --threads T       CPU threads (default: online cores)\n"
-          "  -b, --batch B         most tokens per forward pass (default 512)\n"
+          "  -b, --batch B         most tokens per forward pass (default 512; 1024 on CUDA)\n"
           "  -r, --reps R          repetitions (default 5)\n"
           "      --device DEV      cpu, cuda or cuda:N (default cpu)\n"
           "      --json            print one JSON object instead of the table\n");
@@ -85,7 +86,7 @@ static int parse(int argc, char **argv, bench_opts *o, int *done) {
   args_init(&a, "wick bench", argc, argv);
   long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
   *o = (bench_opts){.n_prompt = 512, .n_gen = 128, .n_threads = ncpu > 0 ? (int)ncpu : 1,
-                    .n_batch = 512, .reps = 5, .device = "cpu"};
+                    .n_batch = 0, .reps = 5, .device = "cpu"};
   *done = 0;
   for (const char *f; (f = args_next(&a));) {
     int r;
@@ -152,7 +153,8 @@ static void run_close(bench_run *r) {
   wk_free(r->logits);
 }
 
-static int run_open(bench_run *r, const bench_opts *o, wk_error *e) {
+// Also settles o->n_batch when -b was not given (the sessions' default).
+static int run_open(bench_run *r, bench_opts *o, wk_error *e) {
   memset(r, 0, sizeof *r);
   r->rng = 0x9e3779b97f4a7c15ull;
   int st = gguf_open(&r->f, o->path, e);
@@ -173,6 +175,7 @@ static int run_open(bench_run *r, const bench_opts *o, wk_error *e) {
   int ordinal;
   st = make_backend(o->device, &r->be, &ordinal, e);
   if (st) return st;
+  if (o->n_batch == 0) o->n_batch = session_default_batch(r->be);
   int chunk = o->n_batch < o->n_prompt ? o->n_batch : o->n_prompt;
   if (o->depth && chunk < (o->n_batch < o->depth ? o->n_batch : o->depth))
     chunk = o->n_batch < o->depth ? o->n_batch : o->depth;

@@ -133,13 +133,6 @@ wick_session_params wick_session_default_params(void) {
                                .device = NULL, .exact = false};
 }
 
-// Prompt tokens a forward pass when the caller leaves n_batch at 0. On a GPU
-// each pass of the GEMM path dequantizes every matrix again, so larger
-// passes pay: 8B Q4_K_M, 4064-token prompt on the H200, 0.204 s in passes of
-// 512 against 0.152 s in passes of 1024, for 0.11 GB more workspace (5.92 GB
-// in all with a 4096-token cache; bench/RESULTS.md, session 9).
-static int default_batch(bool gpu) { return gpu ? 1024 : 512; }
-
 // Picks the backend for a device name; *ordinal is the GPU number.
 static int pick_backend(const char *device, wk_backend **out, int *ordinal, wk_error *e) {
   *out = NULL;
@@ -210,13 +203,13 @@ int wick_session_create(wick_session **out, wick_model *md, const wick_session_p
   wk_backend *be;
   int st = pick_backend(p.device, &be, &c.device, &e);
   bool was_gpu = !st && strcmp(be->name, "cpu") != 0;
-  c.n_batch = p.n_batch > 0 ? p.n_batch : default_batch(was_gpu);
+  c.n_batch = p.n_batch > 0 ? p.n_batch : session_default_batch(be);
   if (!st) st = session_create(&ws->s, &md->m, md->tok, be, &c, &e);
   if (st == WICK_ERR_UNSUPPORTED && !p.device && was_gpu) {
     // The default device cannot run this model (e.g. a shape the GPU kernels
     // lack): the CPU can.
     be = backend_cpu_create();
-    c.n_batch = p.n_batch > 0 ? p.n_batch : default_batch(false);
+    c.n_batch = p.n_batch > 0 ? p.n_batch : session_default_batch(be);
     st = session_create(&ws->s, &md->m, md->tok, be, &c, &e);
   }
   if (st) {

@@ -31,6 +31,10 @@ struct wk_session {
   session_stats stats;
 };
 
+int session_default_batch(const wk_backend *be) {
+  return be && strcmp(be->name, "cpu") != 0 ? 1024 : 512;
+}
+
 int session_create(wk_session **out, const wk_model *m, const wk_tokenizer *t, wk_backend *be,
                    const session_config *c, wk_error *err) {
   *out = NULL;

@@ -41,6 +41,13 @@ typedef struct session_stats {
 
 typedef struct wk_session wk_session;
 
+// Prompt tokens a forward pass when the caller names none: 512 on the CPU,
+// 1024 on a GPU. On a GPU each pass of the GEMM path dequantizes every matrix
+// again, so larger passes pay: 8B Q4_K_M, 4064-token prompt on the H200,
+// 0.204 s in passes of 512 against 0.152 s in passes of 1024, for 0.11 GB
+// more workspace (bench/RESULTS.md, session 9).
+int session_default_batch(const wk_backend *be);
+
 // Takes ownership of be (destroyed here on failure too).
 int session_create(wk_session **out, const wk_model *m, const wk_tokenizer *t, wk_backend *be,
                    const session_config *c, wk_error *err);
