@@ -598,58 +598,104 @@ static __device__ void chain_barrier(unsigned *bar) {
   }
   __syncthreads();
 }
+// The pieces the three chain kernels share. Item i of a warp's run of rows
+// from r0: row r0 + (i >> ls), step i & sm (256 halves, 512 bytes a step).
+static __device__ __forceinline__ uint4 chain_ld(const __half *W, int n, int ls, int r0, int i) {
+  const __half *row = W + (size_t)(r0 + (i >> ls)) * n + 256 * (i & ((1 << ls) - 1));
+  return __ldg((const uint4 *)row + (threadIdx.x & 31));
+}
+// acc + 8 halves of w times x[c .. c + 8).
+static __device__ __forceinline__ float chain_dot8(const uint4 &v, const float *xs, int c,
+                                                   float acc) {
+  const __half2 *h = (const __half2 *)&v;
+#pragma unroll
+  for (int e = 0; e < 4; e++) {
+    const float2 f = __half22float2(h[e]);
+    acc = fmaf(f.x, xs[c + 2 * e], fmaf(f.y, xs[c + 2 * e + 1], acc));
+  }
+  return acc;
+}
+// Waits for the phase's x (the previous grid at a launch's first phase, else
+// the grid barrier) and stages it in xs.
+static __device__ __forceinline__ void chain_enter(const chain_args &a, float *xs, int p, int p0,
+                                                   int pdl) {
+  if (p == p0) {
+    if (pdl) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+    if (pdl) asm volatile("griddepcontrol.wait;" ::: "memory");
+  } else {
+    chain_barrier(a.bar);
+  }
+  for (int i = threadIdx.x; i < a.n; i += blockDim.x) xs[i] = __ldcg(a.y[p] + i);
+  __syncthreads();
+}
+// A warp's rows from r0 (items of them, the first D already in w), loads of
+// item i + D issued before item i is summed; each row's sum into y.
+template <int D>
+static __device__ __forceinline__ void chain_stream(const __half *W, const float *xs, float *y,
+                                                    int n, int ls, int r0, int items,
+                                                    uint4 (&w)[D]) {
+  const int lane = threadIdx.x & 31, sm = (1 << ls) - 1;
+  float acc = 0.0f;
+  for (int i0 = 0; i0 < items; i0 += D) {
+#pragma unroll
+    for (int k = 0; k < D; k++) {
+      const int i = i0 + k;
+      if (i >= items) break;
+      const uint4 v = w[k];
+      if (i + D < items) w[k] = chain_ld(W, n, ls, r0, i + D);
+      acc = chain_dot8(v, xs, 256 * (i & sm) + 8 * lane, acc);
+      if (((i + 1) & sm) == 0) {  // the row is done
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
+        if (lane == 0) y[r0 + (i >> ls)] = acc;
+        acc = 0.0f;
+      }
+    }
+  }
+}
+// Rows [r0, r1) from shared memory (lw: rows from R0), one warp's, in
+// chain_stream's order of sums.
+static __device__ __forceinline__ void chain_landed(const __half *lw, const float *xs, float *y,
+                                                    int n, int ls, int R0, int r0, int r1) {
+  const int lane = threadIdx.x & 31;
+  for (int r = r0; r < r1; r++) {
+    float acc = 0.0f;
+    for (int st = 0; st < (1 << ls); st++)
+      acc = chain_dot8(((const uint4 *)(lw + (size_t)(r - R0) * n + 256 * st))[lane], xs,
+                       256 * st + 8 * lane, acc);
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
+    if (lane == 0) y[r] = acc;
+  }
+}
+// Thread 0: the copy engine brings bytes [0, total) of src to lw, completing on bar.
+static __device__ __forceinline__ void chain_land_rows(const __half *lw, const __half *src,
+                                                       uint32_t total, uint64_t *bar) {
+  bar_expect(bar, total);
+  for (uint32_t o = 0; o < total; o += 16384)
+    bulk_copy((void *)((const unsigned char *)lw + o), (const unsigned char *)src + o,
+              min(16384u, total - o), bar);
+}
+
 template <int D>
 __global__ void __launch_bounds__(1024, 1) k_chain(chain_args a, int p0, int np, int pdl) {
   extern __shared__ float xs[];
-  const int n = a.n, lane = threadIdx.x & 31, nw = blockDim.x >> 5;
+  const int n = a.n, nw = blockDim.x >> 5;
   const int gw = blockIdx.x * nw + (threadIdx.x >> 5), tw = gridDim.x * nw;
   const int r0 = (int)((long)gw * n / tw), r1 = (int)((long)(gw + 1) * n / tw);
-  const int ls = a.log_steps, sm = (1 << ls) - 1;  // 256 halves (512 bytes) a step
-  const int items = (r1 - r0) << ls;
+  const int ls = a.log_steps, items = (r1 - r0) << ls;
   uint4 w[D];
-  auto ld = [&](const __half *W, int i) {  // item i: row r0 + i >> ls, step i & sm
-    const __half *row = W + (size_t)(r0 + (i >> ls)) * n + 256 * (i & sm);
-    return __ldg((const uint4 *)row + lane);
-  };
   for (int p = p0; p < p0 + np; p++) {
     const __half *W = a.W[p];
 #pragma unroll
     for (int k = 0; k < D; k++)
-      if (k < items) w[k] = ld(W, k);
-    if (p == p0) {
-      if (pdl) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-      if (pdl) asm volatile("griddepcontrol.wait;" ::: "memory");
-    } else {
-      chain_barrier(a.bar);
-    }
-    for (int i = threadIdx.x; i < n; i += blockDim.x) xs[i] = __ldcg(a.y[p] + i);
-    __syncthreads();
-    float acc = 0.0f;
-    for (int i0 = 0; i0 < items; i0 += D) {
-#pragma unroll
-      for (int k = 0; k < D; k++) {
-        const int i = i0 + k;
-        if (i >= items) break;
-        const uint4 v = w[k];
-        if (i + D < items) w[k] = ld(W, i + D);
-        const int c = 256 * (i & sm) + 8 * lane;
-        const __half2 *h = (const __half2 *)&v;
-#pragma unroll
-        for (int e = 0; e < 4; e++) {
-          const float2 f = __half22float2(h[e]);
-          acc = fmaf(f.x, xs[c + 2 * e], fmaf(f.y, xs[c + 2 * e + 1], acc));
-        }
-        if (((i + 1) & sm) == 0) {  // the row is done
-#pragma unroll
-          for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
-          if (lane == 0) a.y[p + 1][r0 + (i >> ls)] = acc;
-          acc = 0.0f;
-        }
-      }
-    }
+      if (k < items) w[k] = chain_ld(W, n, ls, r0, k);
+    chain_enter(a, xs, p, p0, pdl);
+    chain_stream<D>(W, xs, a.y[p + 1], n, ls, r0, items, w);
     __syncthreads();  // xs is restaged by the next phase
   }
 }
+
 // The same products with the next launch's first rows landed in shared
 // memory: blocks of 512 threads (at most half an SM's registers and shared
 // memory), so a launch's block finds room on an SM beside the running one
@@ -663,7 +709,7 @@ template <int D>
 __global__ void __launch_bounds__(512, 2) k_land(chain_args a, int p, int land, int pdl) {
   extern __shared__ __align__(16) unsigned char sm_land[];
   float *xs = (float *)sm_land;
-  const int n = a.n, lane = threadIdx.x & 31, nw = blockDim.x >> 5, wi = threadIdx.x >> 5;
+  const int n = a.n, nw = blockDim.x >> 5, wi = threadIdx.x >> 5;
   const int R0 = (int)((long)blockIdx.x * n / gridDim.x), R1 = (int)((long)(blockIdx.x + 1) * n / gridDim.x);
   const int L = min(land, R1 - R0);
   const __half *W = a.W[p];
@@ -673,65 +719,25 @@ __global__ void __launch_bounds__(512, 2) k_land(chain_args a, int p, int land, 
   if (threadIdx.x == 0 && L > 0) {
     bar_init(bar);
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-    const uint32_t total = (uint32_t)L * n * 2;
-    bar_expect(bar, total);
-    const unsigned char *src = (const unsigned char *)(W + (size_t)R0 * n);
-    for (uint32_t o = 0; o < total; o += 16384)
-      bulk_copy((void *)((const unsigned char *)lw + o), src + o, min(16384u, total - o), bar);
+    chain_land_rows(lw, W + (size_t)R0 * n, (uint32_t)L * n * 2, bar);
   }
   const int G0 = R0 + L, ng = R1 - G0;
   const int r0 = G0 + wi * ng / nw, r1 = G0 + (wi + 1) * ng / nw;
-  const int ls = a.log_steps, sm = (1 << ls) - 1;
-  const int items = (r1 - r0) << ls;
+  const int ls = a.log_steps, items = (r1 - r0) << ls;
   uint4 w[D];
-  auto ld = [&](int i) {
-    const __half *row = W + (size_t)(r0 + (i >> ls)) * n + 256 * (i & sm);
-    return __ldg((const uint4 *)row + lane);
-  };
 #pragma unroll
   for (int k = 0; k < D; k++)
-    if (k < items) w[k] = ld(k);
+    if (k < items) w[k] = chain_ld(W, n, ls, r0, k);
   if (pdl) asm volatile("griddepcontrol.wait;" ::: "memory");
   for (int i = threadIdx.x; i < n; i += blockDim.x) xs[i] = __ldcg(a.y[p] + i);
   __syncthreads();
-  auto dot8 = [&](const uint4 &v, int c, float acc) {
-    const __half2 *h = (const __half2 *)&v;
-#pragma unroll
-    for (int e = 0; e < 4; e++) {
-      const float2 f = __half22float2(h[e]);
-      acc = fmaf(f.x, xs[c + 2 * e], fmaf(f.y, xs[c + 2 * e + 1], acc));
-    }
-    return acc;
-  };
   if (L > 0) {
     bar_wait(bar, 0);
-    for (int r = wi; r < L; r += nw) {
-      float acc = 0.0f;
-      for (int s = 0; s <= sm; s++)
-        acc = dot8(((const uint4 *)(lw + (size_t)r * n + 256 * s))[lane], 256 * s + 8 * lane, acc);
-#pragma unroll
-      for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
-      if (lane == 0) a.y[p + 1][R0 + r] = acc;
-    }
+    for (int r = wi; r < L; r += nw) chain_landed(lw, xs, a.y[p + 1], n, ls, R0, R0 + r, R0 + r + 1);
   }
-  float acc = 0.0f;
-  for (int i0 = 0; i0 < items; i0 += D) {
-#pragma unroll
-    for (int k = 0; k < D; k++) {
-      const int i = i0 + k;
-      if (i >= items) break;
-      const uint4 v = w[k];
-      if (i + D < items) w[k] = ld(i + D);
-      acc = dot8(v, 256 * (i & sm) + 8 * lane, acc);
-      if (((i + 1) & sm) == 0) {
-#pragma unroll
-        for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
-        if (lane == 0) a.y[p + 1][r0 + (i >> ls)] = acc;
-        acc = 0.0f;
-      }
-    }
-  }
+  chain_stream<D>(W, xs, a.y[p + 1], n, ls, r0, items, w);
 }
+
 // k_chain with the next phase's first rows landed in shared memory: the
 // persistent version (1024 threads, one block an SM, np phases a launch)
 // where, before each phase's grid barrier (or the dependent-launch wait of
@@ -745,7 +751,7 @@ template <int D>
 __global__ void __launch_bounds__(1024, 1) k_chain_land(chain_args a, int p0, int np, int pdl,
                                                         int lb) {
   extern __shared__ __align__(16) unsigned char sm_cl[];
-  const int n = a.n, lane = threadIdx.x & 31, nw = blockDim.x >> 5, wi = threadIdx.x >> 5;
+  const int n = a.n, nw = blockDim.x >> 5, wi = threadIdx.x >> 5;
   float *xs = (float *)sm_cl;
   const __half *lw = (const __half *)(sm_cl + (size_t)n * 4);
   uint64_t *bar = (uint64_t *)(sm_cl + (size_t)n * 4 + (size_t)lb);
@@ -760,79 +766,30 @@ __global__ void __launch_bounds__(1024, 1) k_chain_land(chain_args a, int p0, in
     L = e;
   }
   const bool landed = L > 0 && r1 - R0 <= L;
-  const int ls = a.log_steps, sm = (1 << ls) - 1;
-  const int items = landed ? 0 : (r1 - r0) << ls;
+  const int ls = a.log_steps, items = landed ? 0 : (r1 - r0) << ls;
   if (threadIdx.x == 0 && L > 0) {
     bar_init(bar);
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
   __syncthreads();
   uint4 w[D];
-  auto ld = [&](const __half *W, int i) {
-    const __half *row = W + (size_t)(r0 + (i >> ls)) * n + 256 * (i & sm);
-    return __ldg((const uint4 *)row + lane);
-  };
-  auto dot8 = [&](const uint4 &v, int c, float acc) {
-    const __half2 *h = (const __half2 *)&v;
-#pragma unroll
-    for (int e = 0; e < 4; e++) {
-      const float2 f = __half22float2(h[e]);
-      acc = fmaf(f.x, xs[c + 2 * e], fmaf(f.y, xs[c + 2 * e + 1], acc));
-    }
-    return acc;
-  };
   for (int p = p0; p < p0 + np; p++) {
     const __half *W = a.W[p];
     if (threadIdx.x == 0 && L > 0) {  // the landing of this phase's first rows
       // the last phase's reads of the buffer (generic proxy) before the copy
       // engine's writes (async proxy)
       asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-      const uint32_t total = (uint32_t)L * n * 2;
-      bar_expect(bar, total);
-      const unsigned char *src = (const unsigned char *)(W + (size_t)R0 * n);
-      for (uint32_t o = 0; o < total; o += 16384)
-        bulk_copy((void *)((const unsigned char *)lw + o), src + o, min(16384u, total - o), bar);
+      chain_land_rows(lw, W + (size_t)R0 * n, (uint32_t)L * n * 2, bar);
     }
 #pragma unroll
     for (int k = 0; k < D; k++)
-      if (k < items) w[k] = ld(W, k);
-    if (p == p0) {
-      if (pdl) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-      if (pdl) asm volatile("griddepcontrol.wait;" ::: "memory");
-    } else {
-      chain_barrier(a.bar);
-    }
-    for (int i = threadIdx.x; i < n; i += blockDim.x) xs[i] = __ldcg(a.y[p] + i);
-    __syncthreads();
+      if (k < items) w[k] = chain_ld(W, n, ls, r0, k);
+    chain_enter(a, xs, p, p0, pdl);
     if (landed) {
       bar_wait(bar, (uint32_t)((p - p0) & 1));
-      for (int r = r0; r < r1; r++) {
-        float acc = 0.0f;
-        for (int st = 0; st <= sm; st++)
-          acc = dot8(((const uint4 *)(lw + (size_t)(r - R0) * n + 256 * st))[lane],
-                     256 * st + 8 * lane, acc);
-#pragma unroll
-        for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
-        if (lane == 0) a.y[p + 1][r] = acc;
-      }
+      chain_landed(lw, xs, a.y[p + 1], n, ls, R0, r0, r1);
     }
-    float acc = 0.0f;
-    for (int i0 = 0; i0 < items; i0 += D) {
-#pragma unroll
-      for (int k = 0; k < D; k++) {
-        const int i = i0 + k;
-        if (i >= items) break;
-        const uint4 v = w[k];
-        if (i + D < items) w[k] = ld(W, i + D);
-        acc = dot8(v, 256 * (i & sm) + 8 * lane, acc);
-        if (((i + 1) & sm) == 0) {
-#pragma unroll
-          for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
-          if (lane == 0) a.y[p + 1][r0 + (i >> ls)] = acc;
-          acc = 0.0f;
-        }
-      }
-    }
+    chain_stream<D>(W, xs, a.y[p + 1], n, ls, r0, items, w);
     __syncthreads();  // xs and the landed rows are reused by the next phase
   }
 }
