@@ -169,13 +169,21 @@ if has attn; then
   say "== decode attention ($(since))"
   timeout 120 $B/bench_attn decode 2>&1 | grep -v RESULT | tee -a "$LOG"
   timeout 60 $B/bench_attn layout 2>&1 | tee -a "$LOG"
-  if has ncu; then
+  if has ncu; then  # the first layout case: the 8B shape, 4096 keys, 16 splits
     NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null | head -1)
-    timeout 90 $NCU --clock-control none -k regex:k_attn_decode --launch-skip 63 --launch-count 1 \
+    timeout 90 $NCU --clock-control none -k regex:k_attn_decode --launch-skip 5 --launch-count 1 \
       --section SpeedOfLight --section Occupancy --section WarpStateStats --section LaunchStats \
-      --section SchedulerStats --section MemoryWorkloadAnalysis $B/bench_attn decode > "$OUT/ncu_attn.log" 2>&1
-    grep -E "k_attn|Duration|DRAM Throughput|Achieved Occupancy|Registers|Stall|Warp Cycles Per Issued|No Eligible|Active Warps|Block Limit|Shared Memory Config" \
-      "$OUT/ncu_attn.log" | head -30 | tee -a "$LOG"
+      --section SchedulerStats --section MemoryWorkloadAnalysis $B/bench_attn layout > "$OUT/ncu_attn.log" 2>&1
+    M=""
+    for r in barrier long_scoreboard short_scoreboard mio_throttle math_pipe_throttle wait \
+      not_selected selected dispatch_stall lg_throttle no_instruction branch_resolving membar sleeping; do
+      M="$M,smsp__warp_issue_stalled_${r}_per_warp_active.pct"
+    done
+    timeout 90 $NCU --clock-control none -k regex:k_attn_decode --launch-skip 5 --launch-count 1 \
+      --metrics "${M#,},gpu__time_duration.sum,dram__bytes_read.sum" $B/bench_attn layout \
+      > "$OUT/ncu_attn_stalls.log" 2>&1
+    grep -E "k_attn|Duration|DRAM Throughput|Achieved Occupancy|Registers|Stall|Warp Cycles Per Issued|No Eligible|Active Warps|Block Limit|Grid Size|stalled|dram__|gpu__time" \
+      "$OUT/ncu_attn.log" "$OUT/ncu_attn_stalls.log" | head -60 | tee -a "$LOG"
   fi
 fi
 
