@@ -292,7 +292,8 @@ done:
 }
 
 // The fast path against the exact one on the same prompt (24 tokens, over
-// several KV blocks): float weights keep f32 activations (close to 1e-5);
+// several KV blocks): float weights keep f32 activations and an f32 KV cache
+// (close to 1e-5);
 // quantized weights see 8-bit activations: cosine >= 0.999 per position and
 // the top-1 id the same wherever the exact top-2 gap is over 2% of the range.
 static void test_fast_vs_exact(const tiny_spec *s, const char *path) {

@@ -11,6 +11,7 @@
 #include "backend/cpu/kernels/kernels.h"
 #include "backend/cpu/matmul.h"
 #include "base/alloc.h"
+#include "base/fp.h"
 #include "base/pool.h"
 #include "quant/quant.h"
 #include "quant/types.h"
@@ -166,7 +167,9 @@ typedef struct att_case {
   int past[2], n_new[2];  // per sequence
 } att_case;
 
-static void attention_case(wk_pool *pool, const att_case *tc, bool avx2) {
+// f16: K and V stored as f16 (kv_f16; the values are f16-exact first, so
+// the reference and the tolerances are the f32 case's).
+static void attention_case(wk_pool *pool, const att_case *tc, bool avx2, bool f16) {
   const int NH = tc->nh, NKV = tc->nkv, HD = tc->hd, BS = tc->bs, kv_dim = NKV * HD;
   int len[2], nb[2], T = 0, NB = 0;
   for (int s = 0; s < 2; s++) {
@@ -181,16 +184,26 @@ static void attention_case(wk_pool *pool, const att_case *tc, bool avx2) {
   while (gcd(stride, NB) != 1) stride++;
   for (int i = 0; i < NB; i++) blocks[i] = (int32_t)((i * stride + 5) % NB);
   const int32_t *tab[2] = {blocks, blocks + nb[0]};
-  float *kc = falloc((size_t)NB * BS * kv_dim), *vc = falloc((size_t)NB * BS * kv_dim);
-  poison(kc, (size_t)NB * BS * kv_dim), poison(vc, (size_t)NB * BS * kv_dim);
+  const size_t cn = (size_t)NB * BS * kv_dim;
+  float *kc = falloc(cn), *vc = falloc(cn);
+  uint16_t *hk = wk_malloc(cn * sizeof(uint16_t)), *hv = wk_malloc(cn * sizeof(uint16_t));
+  poison(kc, cn), poison(vc, cn);
+  for (size_t i = 0; i < cn; i++) hk[i] = hv[i] = 0x7e00;  // NaN
   float *kk[2], *vv[2];
   for (int s = 0; s < 2; s++) {
-    kk[s] = falloc((size_t)len[s] * kv_dim + 1), vv[s] = falloc((size_t)len[s] * kv_dim + 1);
-    fill(kk[s], (size_t)len[s] * kv_dim, 1.5f), fill(vv[s], (size_t)len[s] * kv_dim, 1);
+    const size_t n = (size_t)len[s] * kv_dim;
+    kk[s] = falloc(n + 1), vv[s] = falloc(n + 1);
+    fill(kk[s], n, 1.5f), fill(vv[s], n, 1);
+    for (size_t i = 0; f16 && i < n; i++)
+      kk[s][i] = wk_f16_to_f32(wk_f32_to_f16(kk[s][i])), vv[s][i] = wk_f16_to_f32(wk_f32_to_f16(vv[s][i]));
     for (int p = 0; p < len[s]; p++) {
       size_t slot = (size_t)tab[s][p / BS] * BS + p % BS;
       memcpy(kc + slot * kv_dim, kk[s] + (size_t)p * kv_dim, kv_dim * sizeof(float));
       memcpy(vc + slot * kv_dim, vv[s] + (size_t)p * kv_dim, kv_dim * sizeof(float));
+      for (int i = 0; i < kv_dim; i++) {
+        hk[slot * kv_dim + i] = wk_f32_to_f16(kk[s][(size_t)p * kv_dim + i]);
+        hv[slot * kv_dim + i] = wk_f32_to_f16(vv[s][(size_t)p * kv_dim + i]);
+      }
     }
   }
   // Sequence 1's tokens first in the batch, then sequence 0's.
@@ -214,7 +227,8 @@ static void attention_case(wk_pool *pool, const att_case *tc, bool avx2) {
   const float caps[] = {0, 0, 2.5f, 0};
   for (int v = 0; v < 4; v++) {
     const float scale = v == 3 ? 1.3f : 0.35f;  // v3: sharp softmax
-    cpu_attn a = {.q = q, .out = out, .k_cache = kc, .v_cache = vc, .seqs = seqs, .n_seqs = 2,
+    cpu_attn a = {.q = q, .out = out, .k_cache = f16 ? (const void *)hk : kc,
+                  .v_cache = f16 ? (const void *)hv : vc, .kv_f16 = f16, .seqs = seqs, .n_seqs = 2,
                   .tok_seq = tok_seq, .tok_pos = tok_pos, .n_tokens = T, .n_heads = NH,
                   .n_kv_heads = NKV, .head_dim = HD, .block_size = BS, .window = windows[v],
                   .scale = scale, .softcap = caps[v], .scratch = scratch,
@@ -245,13 +259,14 @@ static void attention_case(wk_pool *pool, const att_case *tc, bool avx2) {
         }
       }
     char name[96];
-    snprintf(name, sizeof name, "attention hd %d g %d v%d %s", HD, NH / NKV, v,
-             avx2 ? "avx2" : "base");
+    snprintf(name, sizeof name, "attention hd %d g %d v%d %s%s", HD, NH / NKV, v,
+             avx2 ? "avx2" : "base", f16 ? " f16" : "");
     // f32 scores carry ~1e-7 of their size; v3's reach ~40, so its weights ~1e-5.
     close_all(name, out, want, (size_t)T * NH * HD, v == 3 ? 1e-5 : 2e-6);
   }
   for (int s = 0; s < 2; s++) wk_free(kk[s]), wk_free(vv[s]);
   wk_free(blocks), wk_free(kc), wk_free(vc), wk_free(tok_seq), wk_free(tok_pos), wk_free(q);
+  wk_free(hk), wk_free(hv);
   wk_free(out), wk_free(want), wk_free(sc), wk_free(scratch), wk_free(partial);
 }
 
@@ -265,7 +280,10 @@ static void test_attention(wk_pool *pool, bool avx2) {
       {.nh = 4, .nkv = 1, .hd = 64, .bs = 16, .past = {300, 5}, .n_new = {1, 1}},
       {.nh = 6, .nkv = 2, .hd = 24, .bs = 4, .past = {150, 0}, .n_new = {1, 0}},
   };
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) attention_case(pool, &cases[i], avx2);
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    attention_case(pool, &cases[i], avx2, false);
+    if (avx2) attention_case(pool, &cases[i], true, true);  // f16 K/V need F16C
+  }
 }
 
 // Matrix products for several weight types against double dot products of

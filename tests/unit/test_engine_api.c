@@ -63,8 +63,9 @@ static void test_score_chunking(wick_model *m) {
   double whole[N - 1], chunked[N - 1], a[N - 1], b[N - 1];
   char err[512];
   wick_session *s1 = open_session(m, 64, 64, 64), *s2 = open_session(m, 64, 5, 3);
-  // The CPU backend's memory: the f32 KV cache of 3 layers x 64 positions x
-  // 2 kv heads x 16 dims, K and V; nothing in "host" weights (a GPU notion).
+  // The CPU backend's memory: the f32 KV cache (a float-weight model) of 3
+  // layers x 64 positions x 2 kv heads x 16 dims, K and V; nothing in "host"
+  // weights (a GPU notion).
   wick_memory mem;
   wick_session_memory(s1, &mem);
   CHECK(mem.kv_cache == 2 * 3 * 64 * 2 * 16 * 4 && mem.weights > 0 && mem.weights_host == 0);

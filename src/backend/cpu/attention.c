@@ -13,13 +13,37 @@
 // The inner loops use 8-float GCC vector types (vec8.h); the item function is
 // compiled twice, for AVX2 + FMA and for the baseline, and chosen by
 // cpu_attn.avx2. exp is vec8.h's polynomial on the max-subtracted scores,
-// which are <= 0.
+// which are <= 0. An f16 cache (kv_f16, the fast path) has each block's rows
+// of the item's head converted to f32 in the thread's scratch (F16C) before
+// they are used: half the bytes streamed, the same arithmetic after.
+#include <immintrin.h>
 #include <math.h>
 #include <stdatomic.h>
 #include <string.h>
 
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/vec8.h"
+#include "base/fp.h"
+
+#define F16C_FN __attribute__((target("avx2,fma,f16c"), noinline))
+
+F16C_FN void cpu_f32_to_f16c(uint16_t *dst, const float *src, size_t n) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm_storeu_si128((__m128i *)(dst + i),
+                     _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT));
+  for (; i < n; i++) dst[i] = wk_f32_to_f16(src[i]);  // the same rounding
+}
+
+// nr rows of hd halves, rows rs halves apart, to nr rows of hd floats.
+F16C_FN static void rows_f16_f32(float *dst, const uint16_t *src, int nr, int hd, size_t rs) {
+  for (int r = 0; r < nr; r++, src += rs, dst += hd) {
+    int i = 0;
+    for (; i + 8 <= hd; i += 8)
+      _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(src + i))));
+    for (; i < hd; i++) dst[i] = wk_f16_to_f32(src[i]);
+  }
+}
 
 enum {
   ATT_TILE_FLOATS = 8192,  // G * qt * head_dim: the accumulators of one item
@@ -43,10 +67,13 @@ size_t cpu_attn_partial(int n_heads, int n_kv_heads, int head_dim, int n_threads
   return (size_t)(4 * n_threads) * (size_t)(n_heads / n_kv_heads) * ((size_t)head_dim + 2);
 }
 
+// Per thread: the accumulators, m, l and scores of an item's queries, then a
+// block's K and V rows of one head in f32 (f16 caches).
 size_t cpu_attn_scratch(int n_heads, int n_kv_heads, int head_dim, int block_size) {
   const int g = n_heads / n_kv_heads;
   const size_t nq = (size_t)g * (size_t)tile_tokens(g, head_dim);
-  return nq * ((size_t)head_dim + 2 + (size_t)score_stride(block_size));
+  return nq * ((size_t)head_dim + 2 + (size_t)score_stride(block_size)) +
+         2 * (size_t)block_size * (size_t)head_dim;
 }
 
 INL float dot_n(const float *a, const float *b, int n) {
@@ -176,6 +203,7 @@ INL void attend_item(const cpu_attn *a, int si, int t0, int nt, int h, int bf, i
   const bool vec = hd % 8 == 0;
   const size_t kv_dim = (size_t)a->n_kv_heads * (size_t)hd;
   float *acc = scratch, *m = acc + (size_t)nq * hd, *l = m + nq, *S = l + nq;
+  float *kbuf = scratch + a->scratch_per_thread - 2 * (size_t)bs * hd, *vbuf = kbuf + (size_t)bs * hd;
   const wk_seq *s = &a->seqs[si];
   const int p0 = a->tok_pos[t0], p1 = p0 + nt - 1;
   int lo = a->window > 0 ? p0 - a->window + 1 : 0;
@@ -191,7 +219,15 @@ INL void attend_item(const cpu_attn *a, int si, int t0, int nt, int h, int bf, i
     const int nj = j1 - j0 + 1;
     const size_t base = ((size_t)s->blocks[b] * bs + (size_t)(j0 - b * bs)) * kv_dim +
                         (size_t)h * hd;
-    const float *kb = a->k_cache + base, *vb = a->v_cache + base;
+    const float *kb, *vb;
+    size_t rs = kv_dim;  // floats from one row to the next
+    if (a->kv_f16) {
+      rows_f16_f32(kbuf, (const uint16_t *)a->k_cache + base, nj, hd, kv_dim);
+      rows_f16_f32(vbuf, (const uint16_t *)a->v_cache + base, nj, hd, kv_dim);
+      kb = kbuf, vb = vbuf, rs = (size_t)hd;
+    } else {
+      kb = (const float *)a->k_cache + base, vb = (const float *)a->v_cache + base;
+    }
     for (int i = 0; i < nq; i++) {
       float *Si = S + (size_t)i * ss;
       const int p = p0 + i / G, qlo = a->window > 0 ? p - a->window + 1 : 0;
@@ -200,10 +236,10 @@ INL void attend_item(const cpu_attn *a, int si, int t0, int nt, int h, int bf, i
         continue;
       }
       if (vec) {
-        scores8(QROW(i), kb, kv_dim, nj, hd, a->scale, Si);
+        scores8(QROW(i), kb, rs, nj, hd, a->scale, Si);
       } else {
         for (int j = 0; j < nj; j++)
-          Si[j] = dot_n(QROW(i), kb + (size_t)j * kv_dim, hd) * a->scale;
+          Si[j] = dot_n(QROW(i), kb + (size_t)j * rs, hd) * a->scale;
       }
       if (a->softcap > 0)
         for (int j = 0; j < nj; j++) Si[j] = a->softcap * tanhf(Si[j] / a->softcap);
@@ -212,10 +248,10 @@ INL void attend_item(const cpu_attn *a, int si, int t0, int nt, int h, int bf, i
       for (int j = nj; j < ss; j++) Si[j] = -INFINITY;
       softmax_step(Si, nj, ss, &m[i], &l[i], acc + (size_t)i * hd, hd);
       if (vec) {
-        pv8(acc + (size_t)i * hd, Si, vb, kv_dim, nj, hd);
+        pv8(acc + (size_t)i * hd, Si, vb, rs, nj, hd);
       } else {
         for (int j = 0; j < nj; j++)
-          if (Si[j] != 0) axpy_n(acc + (size_t)i * hd, Si[j], vb + (size_t)j * kv_dim, hd);
+          if (Si[j] != 0) axpy_n(acc + (size_t)i * hd, Si[j], vb + (size_t)j * rs, hd);
       }
     }
   }

@@ -36,9 +36,10 @@ typedef struct cpu_ctx {
   float *vecs;            // storage of every layer_vecs float vector and out_norm
   double *freqs;          // [n_layers][rope_dim / 2]
   float *out_norm;        // (dim)
-  float *k_cache, *v_cache;
+  void *k_cache, *v_cache;  // f16 (kv_f16) or f32 elements
+  bool kv_f16;            // the fast path with AVX2 + F16C: K and V stored as f16
   size_t kv_dim;          // n_kv_heads * head_dim
-  size_t kv_layer;        // floats of one layer in k_cache (and in v_cache)
+  size_t kv_layer;        // elements of one layer in k_cache (and in v_cache)
   size_t max_pos;         // n_blocks * block_size: most positions a sequence can hold
   float *x, *xb;          // [T][dim] residual stream, normalized / projected
   float *q, *att;         // [T][n_heads * head_dim]

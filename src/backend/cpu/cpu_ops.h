@@ -79,12 +79,16 @@ typedef struct cpu_qkv {
   float eps;
   cpu_rope rope;
   int n_heads, n_kv_heads;
-  float *k_cache, *v_cache;       // this layer's K and V blocks
+  void *k_cache, *v_cache;        // this layer's K and V blocks (f16 with kv_f16, else f32)
+  bool kv_f16;                    // f16 elements (set only where AVX2 + F16C run)
   const wk_seq *seqs;
   const int32_t *tok_seq, *tok_pos;
   int n_tokens, block_size;
 } cpu_qkv;
 void cpu_qkv_post(wk_pool *pool, const cpu_qkv *p);
+// n floats to f16 (round to nearest even) and back, with F16C; callers
+// check AVX2 (every AVX2 CPU has F16C).
+void cpu_f32_to_f16c(uint16_t *dst, const float *src, size_t n);
 
 // attention.c: causal attention of new tokens over a paged KV cache.
 // Cache layout (one layer): [n_blocks][block_size][n_kv_heads * head_dim] for
@@ -95,8 +99,10 @@ void cpu_qkv_post(wk_pool *pool, const cpu_qkv *p);
 typedef struct cpu_attn {
   const float *q;          // [n_tokens][n_heads * head_dim], already rotated
   float *out;              // [n_tokens][n_heads * head_dim]
-  const float *k_cache;    // this layer's K blocks
-  const float *v_cache;    // this layer's V blocks
+  const void *k_cache;     // this layer's K blocks (f16 with kv_f16, else f32)
+  const void *v_cache;     // this layer's V blocks
+  bool kv_f16;             // f16 elements: each block's rows of the item's head go to f32
+                           // in the scratch first (AVX2 + F16C; only with avx2)
   const wk_seq *seqs;      // the batch's sequences (new tokens contiguous per sequence)
   int n_seqs;
   const int32_t *tok_seq;  // [n_tokens] sequence index of each token

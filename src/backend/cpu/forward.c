@@ -49,18 +49,19 @@ static void attention_block(cpu_ctx *c, const wk_batch *bt, int il) {
   const layer_mm *lm = &c->lm[il];
   const int T = bt->n_tokens, hd = m->head_dim;
   mm_run(c, &lm->wq, c->q, &lm->wk, c->k, &lm->wv, c->v);
-  float *kc = c->k_cache + c->kv_layer * (size_t)il, *vc = c->v_cache + c->kv_layer * (size_t)il;
+  const size_t lb = c->kv_layer * (c->kv_f16 ? sizeof(uint16_t) : sizeof(float)) * (size_t)il;
+  void *kc = (char *)c->k_cache + lb, *vc = (char *)c->v_cache + lb;
   cpu_qkv qp = {
       .q = c->q, .k = c->k, .v = c->v, .bq = v->bq, .bk = v->bk, .bv = v->bv,
       .q_norm = v->q_norm, .k_norm = v->k_norm, .eps = m->norm_eps,
       .rope = {hd, m->rope_dim, m->rope_neox, v->freqs},
       .n_heads = m->n_heads, .n_kv_heads = m->n_kv_heads, .k_cache = kc, .v_cache = vc,
-      .seqs = bt->seqs, .tok_seq = c->tok_seq, .tok_pos = c->tok_pos, .n_tokens = T,
-      .block_size = c->p.kv.block_size,
+      .kv_f16 = c->kv_f16, .seqs = bt->seqs, .tok_seq = c->tok_seq, .tok_pos = c->tok_pos,
+      .n_tokens = T, .block_size = c->p.kv.block_size,
   };
   cpu_qkv_post(c->pool, &qp);
   cpu_attn a = {
-      .q = c->q, .out = c->att, .k_cache = kc, .v_cache = vc,
+      .q = c->q, .out = c->att, .k_cache = kc, .v_cache = vc, .kv_f16 = c->kv_f16,
       .seqs = bt->seqs, .n_seqs = bt->n_seqs, .tok_seq = c->tok_seq, .tok_pos = c->tok_pos,
       .n_tokens = T, .n_heads = m->n_heads, .n_kv_heads = m->n_kv_heads, .head_dim = hd,
       .block_size = c->p.kv.block_size, .window = l->sliding_window,

@@ -85,8 +85,13 @@ static void qkv_run(void *ctx, int ith, int nth) {
     const wk_seq *s = &p->seqs[p->tok_seq[t]];
     const int bs = p->block_size;
     const size_t slot = (size_t)s->blocks[pos / bs] * (size_t)bs + (size_t)(pos % bs);
-    memcpy(p->k_cache + slot * kv_row, k, kv_row * sizeof(float));
-    memcpy(p->v_cache + slot * kv_row, v, kv_row * sizeof(float));
+    if (p->kv_f16) {
+      cpu_f32_to_f16c((uint16_t *)p->k_cache + slot * kv_row, k, kv_row);
+      cpu_f32_to_f16c((uint16_t *)p->v_cache + slot * kv_row, v, kv_row);
+    } else {
+      memcpy((float *)p->k_cache + slot * kv_row, k, kv_row * sizeof(float));
+      memcpy((float *)p->v_cache + slot * kv_row, v, kv_row * sizeof(float));
+    }
   }
 }
 
