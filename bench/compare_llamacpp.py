@@ -19,6 +19,8 @@ What is timed (the llama-bench definitions, for both engines):
       before the first step to after the last llama_synchronize. t/s = N /
       seconds. (Filling the 1-token ctypes batch, a few microseconds, is
       inside the timed loop.)
+  -d D: both tests start after D random tokens already evaluated into the
+      cache (untimed), as llama-bench's and wick bench's -d.
 llama.cpp runs in this process through the low-level API (llama_decode on a
 llama_batch; n_ctx = P + N, n_batch = n_ubatch = 512, library defaults for the
 rest: f16 KV cache, flash attention "auto"). wick runs as `wick bench --json
@@ -61,15 +63,15 @@ def import_llama():
 class LlamaCpp:
     """One model and context of llama.cpp, with one reusable batch."""
 
-    def __init__(self, lc, path, n_prompt, n_gen, n_batch):
+    def __init__(self, lc, path, n_prompt, n_gen, n_batch, depth=0):
         self.lc = lc
-        self.n_prompt, self.n_gen, self.n_batch = n_prompt, n_gen, n_batch
+        self.n_prompt, self.n_gen, self.n_batch, self.depth = n_prompt, n_gen, n_batch, depth
         mp = lc.llama_model_default_params()
         self.model = lc.llama_model_load_from_file(path.encode(), mp)
         if not self.model:
             sys.exit(f"compare_llamacpp: llama.cpp cannot load {path}")
         cp = lc.llama_context_default_params()
-        cp.n_ctx = n_prompt + n_gen
+        cp.n_ctx = depth + n_prompt + n_gen
         cp.n_batch = n_batch
         cp.n_ubatch = n_batch
         self.fa = cp.flash_attn_type
@@ -116,7 +118,12 @@ class LlamaCpp:
             b.logits[i] = 1 if (i == n - 1 or not logits_last) else 0
 
     def _clear(self):
+        """Empties the cache, then evaluates `depth` random tokens (untimed)."""
         self.lc.llama_memory_clear(self.lc.llama_get_memory(self.ctx), False)
+        for done in range(0, self.depth, self.n_batch):
+            self._fill(done, min(self.n_batch, self.depth - done), True)
+            self._decode()
+        self.lc.llama_synchronize(self.ctx)
 
     def _decode(self):
         rc = self.lc.llama_decode(self.ctx, self.batch)
@@ -132,7 +139,7 @@ class LlamaCpp:
         secs = cpu = 0.0
         for done in range(0, self.n_prompt, self.n_batch):
             n = min(self.n_batch, self.n_prompt - done)
-            self._fill(done, n, True)
+            self._fill(self.depth + done, n, True)
             t0, c0 = time.perf_counter(), time.process_time()
             self._decode()
             lc.llama_synchronize(self.ctx)
@@ -153,7 +160,7 @@ class LlamaCpp:
         t0, c0 = time.perf_counter(), time.process_time()
         for i in range(n):
             b.token[0] = rr(nv)
-            b.pos[0] = i
+            b.pos[0] = self.depth + i
             if lc.llama_decode(ctx, b) != 0:
                 sys.exit("compare_llamacpp: llama_decode failed in tg")
             lc.llama_synchronize(ctx)
@@ -161,9 +168,9 @@ class LlamaCpp:
         return n / secs, n / cpu if cpu > 0 else 0.0
 
 
-def wick_once(wick, model, threads, n_prompt, n_gen):
+def wick_once(wick, model, threads, n_prompt, n_gen, depth=0):
     cmd = [wick, "bench", "-m", model, "-p", str(n_prompt), "-n", str(n_gen), "-t", str(threads),
-           "-r", "1", "--json"]
+           "-d", str(depth), "-r", "1", "--json"]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     j = json.loads(out.strip().splitlines()[-1])
     return j
@@ -225,6 +232,7 @@ def main():
     ap.add_argument("-p", type=int, default=512)
     ap.add_argument("-n", type=int, default=128)
     ap.add_argument("--batch", type=int, default=512)
+    ap.add_argument("-d", "--depth", type=int, default=0, help="tokens in the cache before each test")
     ap.add_argument("--wick", help="path of the wick executable (omit: llama.cpp only)")
     ap.add_argument("--rss", action="store_true", help="also measure wick run's peak RSS")
     ap.add_argument("--rss-wick", help="comma list of wick executables for --rss (default --wick)")
@@ -244,7 +252,7 @@ def main():
     rows, rss = [], []
     for name in a.models.split(","):
         path = MODELS.get(name, name)
-        ll = LlamaCpp(lc, path, a.p, a.n, a.batch)
+        ll = LlamaCpp(lc, path, a.p, a.n, a.batch, a.depth)
         hp = ll.hparams()
         for t in threads:
             ll.pp(t)  # untimed warm-up (wick bench warms up inside each process)
@@ -259,7 +267,7 @@ def main():
                             s[(eng, test, "wall")].append(w)
                             s[(eng, test, "cpu")].append(c)
                     elif a.wick:
-                        j = wick_once(a.wick, path, t, a.p, a.n)
+                        j = wick_once(a.wick, path, t, a.p, a.n, a.depth)
                         for test in ("pp", "tg"):
                             s[(eng, test, "wall")].append(j[test]["mean"])
                             cpu = j.get(f"{test}_per_cpu_s")
@@ -268,7 +276,8 @@ def main():
                         hp["wick_bytes_per_token"] = j["weight_bytes_per_token"]
             for test in ("pp", "tg"):
                 row = {"model": os.path.basename(path), "threads": t,
-                       "test": f"{test}{a.p if test == 'pp' else a.n}",
+                       "test": f"{test}{a.p if test == 'pp' else a.n}"
+                               + (f" @ d{a.depth}" if a.depth else ""),
                        "llama.cpp": summary(s[("llama.cpp", test, "wall")]),
                        "wick": summary(s[("wick", test, "wall")]) if s[("wick", test, "wall")] else None,
                        "llama.cpp_cpu": summary(s[("llama.cpp", test, "cpu")]),
@@ -300,6 +309,7 @@ def render(info, a, rows, rss):
            f"- llama.cpp system info: `{info['llama_system']}`",
            f"- command: `/work/llamacpp-venv/bin/python bench/compare_llamacpp.py "
            f"--models {a.models} --threads {a.threads} --reps {a.reps} -p {a.p} -n {a.n}"
+           + (f" -d {a.depth}" if a.depth else "")
            + (f" --wick {a.wick}" if a.wick else "") + (" --rss" if a.rss else "")
            + (f" --rss-wick {a.rss_wick}" if a.rss_wick else "") + "`",
            f"- t/s = median (mean ± sample stdev) of {a.reps} repetitions, engines alternating",
