@@ -87,7 +87,7 @@ typedef struct cpu_qkv {
 } cpu_qkv;
 void cpu_qkv_post(wk_pool *pool, const cpu_qkv *p);
 // n floats to f16 (round to nearest even) and back, with F16C; callers
-// check AVX2 (every AVX2 CPU has F16C).
+// check the AVX2 level (wk_kernel_best_level: AVX2, FMA and F16C).
 void cpu_f32_to_f16c(uint16_t *dst, const float *src, size_t n);
 
 // attention.c: causal attention of new tokens over a paged KV cache.
