@@ -172,9 +172,9 @@ static int cpu_prepare(wk_backend *b, const wk_model *m, const wk_backend_params
   // within 1e-4 of the reference, as do the exact path and machines without
   // AVX2 (F16C).
   c->kv_f16 = c->avx2 && !p->exact && quantized_layers(m);
-  const size_t kv_esz = c->kv_f16 ? sizeof(uint16_t) : sizeof(float);
-  c->k_cache = alloc_arr(kv_all, kv_esz, &kv_bytes);
-  c->v_cache = alloc_arr(kv_all, kv_esz, &kv_bytes);
+  c->kv_esz = c->kv_f16 ? sizeof(uint16_t) : sizeof(float);
+  c->k_cache = alloc_arr(kv_all, c->kv_esz, &kv_bytes);
+  c->v_cache = alloc_arr(kv_all, c->kv_esz, &kv_bytes);
   c->kv_bytes = kv_bytes;
   if (!c->k_cache || !c->v_cache) {
     rc = wk_fail(err, WICK_ERR_NOMEM, "cpu: out of memory for the KV cache (%d blocks of %d "
@@ -289,7 +289,7 @@ static int cpu_kv_copy_blocks(wk_backend *b, const int32_t *src, const int32_t *
     if (src[i] < 0 || src[i] >= nb || dst[i] < 0 || dst[i] >= nb)
       return wk_fail(err, WICK_ERR_INVALID, "cpu: kv copy %d: blocks %" PRId32 " -> %" PRId32
                      ", expected 0..%d", i, src[i], dst[i], nb - 1);
-  const size_t esz = c->kv_f16 ? sizeof(uint16_t) : sizeof(float);
+  const size_t esz = c->kv_esz;
   const size_t blk = (size_t)c->p.kv.block_size * c->kv_dim * esz;  // bytes
   for (int il = 0; il < c->m->n_layers; il++) {
     char *kc = (char *)c->k_cache + c->kv_layer * esz * (size_t)il;

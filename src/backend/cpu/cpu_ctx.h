@@ -38,6 +38,7 @@ typedef struct cpu_ctx {
   float *out_norm;        // (dim)
   void *k_cache, *v_cache;  // f16 (kv_f16) or f32 elements
   bool kv_f16;            // the fast path with AVX2 + F16C: K and V stored as f16
+  size_t kv_esz;          // bytes of one K or V element: 2 (kv_f16) or 4
   size_t kv_dim;          // n_kv_heads * head_dim
   size_t kv_layer;        // elements of one layer in k_cache (and in v_cache)
   size_t max_pos;         // n_blocks * block_size: most positions a sequence can hold

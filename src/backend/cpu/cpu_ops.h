@@ -86,7 +86,7 @@ typedef struct cpu_qkv {
   int n_tokens, block_size;
 } cpu_qkv;
 void cpu_qkv_post(wk_pool *pool, const cpu_qkv *p);
-// n floats to f16 (round to nearest even) and back, with F16C; callers
+// n floats to f16 (round to nearest even), with F16C; callers
 // check the AVX2 level (wk_kernel_best_level: AVX2, FMA and F16C).
 void cpu_f32_to_f16c(uint16_t *dst, const float *src, size_t n);
 

@@ -49,7 +49,7 @@ static void attention_block(cpu_ctx *c, const wk_batch *bt, int il) {
   const layer_mm *lm = &c->lm[il];
   const int T = bt->n_tokens, hd = m->head_dim;
   mm_run(c, &lm->wq, c->q, &lm->wk, c->k, &lm->wv, c->v);
-  const size_t lb = c->kv_layer * (c->kv_f16 ? sizeof(uint16_t) : sizeof(float)) * (size_t)il;
+  const size_t lb = c->kv_layer * c->kv_esz * (size_t)il;
   void *kc = (char *)c->k_cache + lb, *vc = (char *)c->v_cache + lb;
   cpu_qkv qp = {
       .q = c->q, .k = c->k, .v = c->v, .bq = v->bq, .bk = v->bk, .bv = v->bv,
