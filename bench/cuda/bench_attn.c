@@ -12,6 +12,8 @@
 //   bench_attn flash V       head-dim-128 variant V alone at 4096 tokens (for ncu)
 //   bench_attn layout        the same K + V bytes as 8 kv heads (rows 2 KB apart)
 //                            and as 1 kv head (rows contiguous)
+//   bench_attn stamps        a measurement build's timeline of the decode kernel
+//                            (stamps.h; -DWICK_CUDA_STAMPS)
 // Lines starting "RESULT" are for scripts; the rest is a readable table.
 #include <stdint.h>
 #include <stdio.h>
@@ -19,6 +21,7 @@
 #include <string.h>
 
 #include "backend/cuda/cuda_test.h"
+#include "stamps.h"
 
 static int g_fail;
 
@@ -54,18 +57,21 @@ static double run(const char *what, int nh, int nkv, int hd, int n_ctx, int n_ne
 // read 4 copies of the cache in turn, so the K/V rows are not in L2 from the
 // launch before (a decode step reads another layer's cache each time).
 static void decode(void) {
-  enum { NC = 2, NK = 9, NS = 5 };
+  enum { NC = 2, NK = 11, NS = 5 };
   static const int ctxs[NC] = {4096, 16384}, splits[NS] = {4, 8, 16, 32, 64};
   // mma: the tensor-core decode kernel (the default), merging its splits
   // itself or (+combine) with the combine launch; fma: the f32 warp-tile
   // kernel of session 5 (variant 5; 16 warps, 2 stages at this shape);
   // group1: the block-tile kernel of session 3 (variant 1); warp: the
   // warp-per-key kernel; mma-NwSs: the tensor-core kernel with N warps a
-  // block and S stages a warp (variants 6, 7).
-  static const int kern[NK] = {0, 0, 3, 0, 0, 2, 0, 0, 0}, var[NK] = {-1, -1, -1, 5, 5, -1, 1, 6, 7};
-  static const int cold[NK] = {0, 1, 0, 0, 1, 0, 0, 0, 0};
-  static const char *kname[NK] = {"mma",   "mma-cold", "mma+combine", "fma",     "fma-cold",
-                                  "warp",  "group1",   "mma-8w3s",    "mma-4w4s"};
+  // block and S stages a warp (variants 6, 7); mma-counters: the default
+  // kernel merging through its counters, never in a cluster (kernel 4).
+  static const int kern[NK] = {0, 0, 3, 0, 0, 2, 0, 0, 0, 4, 4};
+  static const int var[NK] = {-1, -1, -1, 5, 5, -1, 1, 6, 7, -1, -1};
+  static const int cold[NK] = {0, 1, 0, 0, 1, 0, 0, 0, 0, 0, 1};
+  static const char *kname[NK] = {"mma",      "mma-cold", "mma+combine", "fma",
+                                  "fma-cold", "warp",     "group1",      "mma-8w3s",
+                                  "mma-4w4s", "mma-counters", "mma-counters-cold"};
   for (int c = 0; c < NC; c++) {
     double best[NK] = {0};
     int best_s[NK] = {0};
@@ -86,15 +92,15 @@ static void decode(void) {
           continue;
         }
         double gb = 2.0 * n_ctx * 8 * 128 * 2 / (us * 1e-6) / 1e9;
-        printf("decode %-14s ctx %5d splits %2d: %7.1f us %6.0f GB/s\n", kname[k], n_ctx,
-               splits[s], us, gb);
+        printf("decode %-17s ctx %5d splits %2d: %7.1f us %6.0f GB/s%s\n", kname[k], n_ctx,
+               splits[s], us, gb, kern[k] == 0 && cuda_test_attn_clusters(&a) ? " (clusters)" : "");
         printf("RESULT attn-decode %s ctx=%d splits=%d us=%.1f gbps=%.0f\n", kname[k], n_ctx,
                splits[s], us, gb);
         if (!best_s[k] || us < best[k]) best[k] = us, best_s[k] = splits[s];
       }
     for (int k = 0; k < NK; k++)
       if (best_s[k])
-        printf("decode best %-14s ctx %5d: %7.1f us at %2d splits\n", kname[k], ctxs[c], best[k],
+        printf("decode best %-17s ctx %5d: %7.1f us at %2d splits\n", kname[k], ctxs[c], best[k],
                best_s[k]);
   }
 }
@@ -128,7 +134,39 @@ static void layout(void) {
     }
 }
 
+// A measurement build's timeline of the decode kernel (stamps.h): the 8B
+// shape at 4096 keys (hot and cold) and 16384 keys (cold), 16 splits; cold
+// again merging through the counters (kernel 4).
+static void stamps(void) {
+  static const struct { int ctx, cold, kernel; } cs[] = {
+      {4096, 0, 0}, {4096, 1, 0}, {16384, 1, 0}, {4096, 1, 4}, {16384, 1, 4}};
+  for (int i = 0; i < 5; i++) {
+    int bs = 16, nb = cs[i].ctx / bs;
+    int32_t *blocks = malloc(sizeof(int32_t) * nb);
+    for (int b = 0; b < nb; b++) blocks[b] = b;
+    cuda_test_attn a = {32, 8, 128, cs[i].ctx, 1, 0, bs, nb, 16, 0.088388f, 0.0f, blocks, 1,
+                        cs[i].kernel, -1, cs[i].cold};
+    wk_error err = {{0}};
+    double us = 0;
+    int st = cuda_bench_attention(&a, 20, &us, &err);
+    free(blocks);
+    if (st) {
+      printf("stamps FAILED: %s\n", err.msg);
+      g_fail++;
+      continue;
+    }
+    char what[96];
+    snprintf(what, sizeof what, "%d keys%s%s, %.1f us a launch", cs[i].ctx,
+             cs[i].cold ? " cold" : "", cs[i].kernel == 4 ? ", counters' merge" : "", us);
+    print_stamps(what);
+  }
+}
+
 int main(int argc, char **argv) {
+  if (argc > 1 && !strcmp(argv[1], "stamps")) {
+    stamps();
+    return g_fail ? 1 : 0;
+  }
   if (argc > 1 && !strcmp(argv[1], "layout")) {
     layout();
     return g_fail ? 1 : 0;

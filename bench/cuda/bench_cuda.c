@@ -25,6 +25,7 @@
 #include "model/model.h"
 #include "quant/quant.h"
 #include "quant/types.h"
+#include "stamps.h"
 
 typedef struct qjob {
   int type;
@@ -367,6 +368,9 @@ static int bench_model(const char *path, int n_prefill, int chunk, int n_decode)
     printf("decode at context %d (%s): median %.3f ms/token = %.1f tok/s (first step %.1f ms)\n", p0,
            use_topk ? "device argmax" : "whole logits, host argmax", med * 1e3, 1.0 / med, dt[0] * 1e3);
     printf("RESULT decode %d %.4f %.1f\n", p0, med * 1e3, 1.0 / med);
+    char what[64];
+    snprintf(what, sizeof what, "decode at context %d, the last layer", p0);
+    print_stamps(what);
   }
   // Again after prefill and decode ran: cuBLAS and the kernels loaded,
   // thread stacks raised where a kernel needed it.

@@ -21,6 +21,9 @@
 #           batches for the first type (CHUNKS: batch sizes, default 512; MODEL_REPS: rounds of
 #           base / AB / ref, default 1)
 #   flash   flash attention (prefill) alone at 4096 tokens; with ncu its profile (FLASH_V: variant)
+#   stamps  the decode attention's timeline (a build with -DWICK_CUDA_STAMPS; bench_attn
+#           stamps, then the 8B model of the first type at ARGS, its last layer's launch,
+#           as built and under each setting in AB)
 #   attn    decode attention alone (bench_attn decode: kernels x splits, 4096 and 16384 keys)
 #   ncu     per-kernel times of one decode step (2-layer 8B-shape models of NCU_TYPES, default
 #           q4_k_m; context NCU_CTX, default 4096, 0 to skip; dependent launch and graphs off:
@@ -59,7 +62,7 @@ say "== steps: $STEPS; types: $TYPES; args: $ARGS; ab: ${AB:-none}"
 
 # The 8B models need no GPU: a CPU-only build makes them in the background.
 MK=
-if has model || has cpu || has ncu; then
+if has model || has cpu || has ncu || has stamps; then
   (cmake -S . -B $B-cpu -DCMAKE_BUILD_TYPE=Release -DWICK_CUDA=OFF > "$OUT/cpu-build.log" 2>&1 &&
     cmake --build $B-cpu --target wick_cli test_kernels test_kernels_act -j"$NP" >> "$OUT/cpu-build.log" 2>&1 ||
     echo "cpu build failed" >> "$LOG"
@@ -69,7 +72,7 @@ if has model || has cpu || has ncu; then
          > /dev/null 2>&1 && mv /tmp/8b2.part /tmp/8b2-$ty.gguf
      done
    fi
-   if has model; then
+   if has model || has stamps; then
      for ty in $TYPES; do
        t1=$(date +%s)
        $B-cpu/wick mkmodel --arch llama --like llama3-8b --type "$ty" -o /tmp/8b-$ty.part > /dev/null 2>&1 &&
@@ -84,9 +87,11 @@ cmake -S . -B $B -DCMAKE_BUILD_TYPE=Release > "$OUT/cmake.log" 2>&1 || { say "cm
 cmake --build $B --target wick_cli test_cuda_kernels test_cuda_attn_post test_cuda_parity test_cuda_topk -j"$NP" \
   > "$OUT/build.log" 2>&1 || { say "build failed"; grep -E "error" "$OUT/build.log" | head; exit 1; }
 # Links a benchmark (bench/cuda/NAME.c) against the build's libraries into OUTFILE.
+# Optional: $3 the build folder (default $B), $4 more compiler flags.
 link_bench() {
-  gcc -std=c11 -O2 -D_GNU_SOURCE -DWICK_HAVE_CUDA=1 -Isrc -Iinclude "bench/cuda/$1.c" \
-    $B/libwick_cuda.a $B/libwick.a $B/libwick_cuda.a -L/usr/local/cuda/lib64 -lcudart -lcublas \
+  local bd=${3:-$B}
+  gcc -std=c11 -O2 -D_GNU_SOURCE -DWICK_HAVE_CUDA=1 ${4:-} -Isrc -Iinclude "bench/cuda/$1.c" \
+    $bd/libwick_cuda.a $bd/libwick.a $bd/libwick_cuda.a -L/usr/local/cuda/lib64 -lcudart -lcublas \
     -lcublasLt $(pkg-config --libs libpcre2-8 2>/dev/null || echo -lpcre2-8) -lpthread -lm \
     -lstdc++ -ldl -o "$2"
 }
@@ -103,6 +108,16 @@ if [ -f ref/CMakeLists.txt ]; then  # the reference tree's bench_cuda, beside th
   REFB=$!
 fi
 say "== build: $(since)"
+STB=
+if has stamps; then  # a measurement build with the decode attention's timeline stamps
+  (cmake -S . -B $B-st -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_FLAGS=-DWICK_CUDA_STAMPS \
+     > "$OUT/stamps-build.log" 2>&1 &&
+   cmake --build $B-st --target wick_cuda wick -j"$NP" >> "$OUT/stamps-build.log" 2>&1 &&
+   for b in bench_cuda bench_attn; do
+     link_bench $b $B-st/$b $B-st -DWICK_CUDA_STAMPS >> "$OUT/stamps-build.log" 2>&1
+   done || echo "stamps build failed" >> "$LOG") &
+  STB=$!
+fi
 
 KT=
 if has tests; then
@@ -239,6 +254,19 @@ if has ncu; then
   done
 fi
 [ -n "$REFB" ] && wait $REFB
+if [ -n "$STB" ]; then
+  wait $STB
+  say "== decode attention timeline ($(since))"
+  timeout 60 $B-st/bench_attn stamps 2>&1 | tee -a "$LOG"
+  ty=${TYPES%% *}
+  for ab in base $AB; do
+    envs=()
+    [ "$ab" != base ] && IFS=, read -r -a envs <<< "$ab"
+    say "-- $ty, $ab"
+    [ -f /tmp/8b-$ty.gguf ] && env "${envs[@]}" timeout 150 $B-st/bench_cuda model /tmp/8b-$ty.gguf \
+      $ARGS 2>&1 | grep -E "^stamps|^ |RESULT decode" | tee -a "$LOG"
+  done
+fi
 if has model; then
   first=1
   for ty in $TYPES; do

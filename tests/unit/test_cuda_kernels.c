@@ -462,6 +462,21 @@ static void test_attention(int nh, int nkv, int hd, int n_ctx, int n_new, int wi
       }
     }
   }
+  // Where kernel 0 merges its splits in clusters, the counters' merge
+  // (kernel 4) must give the same bits.
+  int clustered = kernel == 0 && splits > 1 && cuda_test_attn_clusters(&a);
+  if (clustered && st == WICK_OK) {
+    float *out4 = wk_malloc(4 * qn);
+    a.kernel = 4;
+    st = cuda_test_attention(&a, q, k, v, out4, &err);
+    a.kernel = kernel;
+    CHECK(st == WICK_OK, "attention (counters' merge): %s", err.msg);
+    size_t diff = 0;
+    for (size_t i = 0; st == WICK_OK && i < qn; i++) diff += memcmp(out + i, out4 + i, 4) != 0;
+    CHECK(diff == 0, "attention heads %d/%d hd %d ctx %d splits %d: the cluster merge differs from "
+          "the counters' in %zu of %zu values", nh, nkv, hd, n_ctx, splits, diff, qn);
+    wk_free(out4);
+  }
   const int tc = (kernel == 0 || kernel == 3) && (variant <= 0 || variant >= 6) &&
                  (hd == 64 || hd == 128) && nh / nkv <= 16;
   double tol = kernel == 1 || tc ? 2e-3 * big : 2e-4;
@@ -470,8 +485,8 @@ static void test_attention(int nh, int nkv, int hd, int n_ctx, int n_new, int wi
         "variant %d max error %.3g", name, nh, nkv, hd, n_ctx, n_new, n_seqs, window, softcap, splits,
         variant, worst);
   printf("attention %s heads %2d/%d hd %3d ctx %4d new %4d seqs %d window %3d cap %4g splits %2d "
-         "variant %2d: max error %.2e\n", name, nh, nkv, hd, n_ctx, n_new, n_seqs, window, softcap,
-         splits, variant, worst);
+         "variant %2d: max error %.2e%s\n", name, nh, nkv, hd, n_ctx, n_new, n_seqs, window, softcap,
+         splits, variant, worst, clustered ? " (cluster merge, same bits as the counters')" : "");
   wk_free(blocks), wk_free(q), wk_free(k), wk_free(v), wk_free(out), wk_free(sc);
 }
 #endif
@@ -660,6 +675,11 @@ int main(void) {
   }
   test_attention(16, 1, 128, 300, 2, 0, 30.0f, 4, 0, 1, -1);
   test_attention(12, 1, 64, 1000, 1, 0, 0.0f, 5, 0, 2, -1);
+  // The 8B decode's 16 splits (merged in clusters where they fit), and a
+  // window that leaves the last split empty.
+  test_attention(32, 8, 128, 4096, 1, 0, 0.0f, 16, 0, 1, -1);
+  test_attention(16, 2, 128, 700, 1, 100, 30.0f, 16, 0, 1, -1);
+  test_attention(8, 2, 64, 300, 1, 0, 0.0f, 8, 0, 3, -1);
   // The flash kernel: whole prompts, new tokens after cached ones, lengths
   // off the tile, GQA 32/8, 4/1, 9/3 and none, window, soft-cap, sequences
   // sharing a tile.

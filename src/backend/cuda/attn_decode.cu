@@ -69,7 +69,7 @@ __global__ void __launch_bounds__(AD_THREADS)
   // from the kernels just before. With raw K/V (one new token a sequence,
   // its row finished here) the first tiles are fetched before waiting for
   // them; otherwise everything waits.
-  if (!raw.k) pdl_wait();
+  if (!raw.k) ad_pdl_wait(a);
   const ad_blk B = ad_block(a, m, splits, raw.k != NULL);  // B.own: it finishes the new key
   const int kvh = B.kvh, t = B.t, p = B.p, k0 = B.k0, k1 = B.k1;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -192,6 +192,7 @@ template <int HD, int GM>
 struct ad_tile {
   static auto kern() { return k_attn_decode<HD, GM>; }
   static constexpr int THREADS = AD_THREADS, GMAX = GM, PER_SM = 4;  // 55 KB at head dim 128
+  static constexpr bool CLUSTER = false;  // merges its splits through the counters only
   static size_t bytes(int g) { return ad_smem<HD>::bytes(g); }
 };
 // The shape of a kernel whose configuration C says it (adw_cfg, adm_cfg).
@@ -203,30 +204,87 @@ struct ad_by_cfg {
 template <class C>
 struct ad_warps : ad_by_cfg<C> {
   static auto kern() { return k_attn_decode_warps<C>; }
+  static constexpr bool CLUSTER = false;
 };
 template <class C>
 struct ad_mma : ad_by_cfg<C> {
   static auto kern() { return k_attn_decode_mma<C>; }
+  static constexpr bool CLUSTER = true;  // merges in clusters where launched so (ad_merge_cluster)
 };
+
+// Kernel K may take the shared memory of its largest group (once a device).
+template <class K>
+static cudaError_t ad_opt_smem() {
+  static unsigned opted;  // devices (bits) where the kernel may take it
+  size_t smem_max = K::bytes(K::GMAX);
+  if (smem_max <= 48 * 1024) return cudaSuccess;
+  int dev = 0;
+  cudaError_t e = cudaGetDevice(&dev);
+  if (e != cudaSuccess || (dev < 32 && (opted >> dev & 1u))) return e;
+  e = cudaFuncSetAttribute(K::kern(), cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem_max);
+  if (e == cudaSuccess && dev < 32) opted |= 1u << dev;
+  return e;
+}
+
+// Whether kernel K's launch for n tokens runs the splits of each (token, kv
+// head) as one cluster, merged through shared memory: where the kernel can,
+// merges its splits itself (the counters), they are 2 to 16, and all the
+// clusters (n x n_kv) fit the GPU at once (cudaOccupancyMaxActiveClusters,
+// asked once a device, cluster size and block size; the kernel is allowed
+// the non-portable sizes above 8 first); else the last block of each
+// merges through the counters (or, without them, a combine launch follows).
+template <class K>
+static bool ad_in_clusters(const cu_ctx *c, const cu_attn_shape *a, int n, int splits) {
+  enum { CMAX = 16, NKNOWN = 16 };
+  if (!K::CLUSTER || !cu_attn_decode_merges(c, a, n) || splits < 2 || splits > CMAX ||
+      c->attn_cluster_off)
+    return false;
+  struct known_t {
+    int dev, cz, nc;
+    size_t smem;
+  };
+  static known_t known[NKNOWN];
+  static int n_known;
+  const size_t smem = K::bytes(a->n_heads / a->n_kv_heads);
+  const int need = a->n_kv_heads * n;
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) return false;
+  for (int i = 0; i < n_known; i++)
+    if (known[i].dev == dev && known[i].cz == splits && known[i].smem == smem)
+      return known[i].nc >= need;
+  int nc = 0;
+  auto kern = K::kern();
+  if (ad_opt_smem<K>() == cudaSuccess &&
+      (splits <= 8 ||
+       cudaFuncSetAttribute(kern, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) == cudaSuccess)) {
+    cudaLaunchConfig_t cfg = {};
+    cudaLaunchAttribute at[1];
+    at[0].id = cudaLaunchAttributeClusterDimension;
+    at[0].val.clusterDim.x = 1, at[0].val.clusterDim.y = 1, at[0].val.clusterDim.z = splits;
+    cfg.gridDim = dim3(a->n_kv_heads, n, splits), cfg.blockDim = dim3(K::THREADS);
+    cfg.dynamicSmemBytes = smem, cfg.attrs = at, cfg.numAttrs = 1;
+    if (cudaOccupancyMaxActiveClusters(&nc, kern, &cfg) != cudaSuccess) nc = 0;
+  }
+  cudaGetLastError();  // a refused size is an answer, not a sticky error
+  if (n_known < NKNOWN) known[n_known++] = {dev, splits, nc, smem};
+  return nc >= need;
+}
 
 template <class K>
 static int ad_launch(cu_ctx *c, const cu_attn_shape *a, const cu_meta *m, int n, const float *q,
                      const __half *kc, const __half *vc, float *out, int splits, float *part,
                      const cu_raw_kv &raw, wk_error *err) {
   auto kern = K::kern();
-  size_t smem = K::bytes(a->n_heads / a->n_kv_heads), smem_max = K::bytes(K::GMAX);
-  static unsigned opted;  // devices (bits) where the kernel may take smem_max
-  if (smem > 48 * 1024) {
-    int dev = 0;
-    CK(cudaGetDevice(&dev));
-    if (dev >= 32 || !(opted >> dev & 1u)) {
-      CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem_max));
-      if (dev < 32) opted |= 1u << dev;
-    }
-  }
+  size_t smem = K::bytes(a->n_heads / a->n_kv_heads);
+  CK(ad_opt_smem<K>());
   unsigned *cnt = cu_attn_decode_merges(c, a, n) ? c->attn_cnt : NULL;
-  CK(cu_launch(c->pdl, c->st, dim3(a->n_kv_heads, n, splits), dim3(K::THREADS), smem, kern, *a,
-               *m, q, kc, vc, out, splits, part, cnt, raw));
+  const dim3 grid(a->n_kv_heads, n, splits);
+  if (ad_in_clusters<K>(c, a, n, splits))
+    CK(cu_launch_cluster(c->pdl, c->st, grid, dim3(K::THREADS), smem, splits, kern, *a, *m, q, kc,
+                         vc, out, splits, part, cnt, raw));
+  else
+    CK(cu_launch(c->pdl, c->st, grid, dim3(K::THREADS), smem, kern, *a, *m, q, kc, vc, out, splits,
+                 part, cnt, raw));
   CK_LAUNCH();
   return WICK_OK;
 }
@@ -303,6 +361,13 @@ static int ad_dispatch(const cu_ctx *c, const cu_attn_shape *a, F &&f) {
   return WICK_ERR_UNSUPPORTED;
 }
 
+bool cu_attn_decode_clusters(const cu_ctx *c, const cu_attn_shape *a, int n, int splits) {
+  if (!cu_attn_decode_ok(a)) return false;
+  return ad_dispatch(c, a, [&](auto k) {
+           return (int)ad_in_clusters<typename decltype(k)::type>(c, a, n, splits);
+         }) == 1;
+}
+
 int cu_attn_decode_per_sm(const cu_ctx *c, const cu_attn_shape *a) {
   if (!cu_attn_decode_ok(a)) return 4;
   int per = ad_dispatch(c, a, [](auto k) { return (int)decltype(k)::type::PER_SM; });
@@ -331,3 +396,16 @@ int cu_attn_decode(cu_ctx *c, const cu_attn_shape *a, const cu_meta *m, int n, c
     return ad_launch<typename decltype(k)::type>(c, a, m, n, q, kc, vc, out, splits, part, r, err);
   });
 }
+
+#ifdef WICK_CUDA_STAMPS
+// The timeline stamps of the last decode attention launch (a measurement
+// build only): n blocks of AD_STAMPS slots each.
+extern "C" int cuda_attn_stamps(unsigned long long *out, int n) {
+  if (n > AD_STAMP_BLOCKS) n = AD_STAMP_BLOCKS;
+  if (cudaDeviceSynchronize() != cudaSuccess) return WICK_ERR_DEVICE;
+  return cudaMemcpyFromSymbol(out, g_ad_stamps, sizeof(unsigned long long) * AD_STAMPS * n) ==
+                 cudaSuccess
+             ? WICK_OK
+             : WICK_ERR_DEVICE;
+}
+#endif

@@ -5,7 +5,44 @@
 #ifndef WICK_BACKEND_CUDA_ATTN_DECODE_COMMON_CUH
 #define WICK_BACKEND_CUDA_ATTN_DECODE_COMMON_CUH
 
+#include <cooperative_groups.h>
+
 #include "backend/cuda/internal.cuh"
+
+// Timeline stamps (a measurement build only, -DWICK_CUDA_STAMPS): thread 0
+// of each block writes clock64() (or %globaltimer, ns) at the kernel's
+// phases into g_ad_stamps[block][slot]; cuda_attn_stamps reads them back.
+// Slots: 0 entry (ns), 1 entry, 2 block's keys known, 3 first tiles asked
+// for, 4 q ready, 5 first tile in, 6 key loop done, 7 warps merged, 8 split
+// count taken, 9 end, 10 end (ns), 11 1 if the block merged the splits,
+// 12 its SM, 13 the grid's blocks, 14 the merging block's weights known.
+#ifdef WICK_CUDA_STAMPS
+enum { AD_STAMPS = 16, AD_STAMP_BLOCKS = 4096 };
+static __device__ unsigned long long g_ad_stamps[AD_STAMP_BLOCKS * AD_STAMPS];
+static __device__ __forceinline__ void ad_stamp_v(int i, unsigned long long v) {
+  unsigned blk = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+  if (threadIdx.x == 0 && blk < AD_STAMP_BLOCKS) g_ad_stamps[blk * AD_STAMPS + i] = v;
+}
+static __device__ __forceinline__ void ad_stamp(int i) { ad_stamp_v(i, clock64()); }
+static __device__ __forceinline__ void ad_stamp_ns(int i) {
+  unsigned long long v;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(v));
+  ad_stamp_v(i, v);
+}
+static __device__ __forceinline__ void ad_stamp_end() {
+  ad_stamp(9);
+  ad_stamp_ns(10);
+  unsigned sm;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+  ad_stamp_v(12, sm);
+  ad_stamp_v(13, gridDim.x * gridDim.y * gridDim.z);
+}
+#else
+static __device__ __forceinline__ void ad_stamp_v(int, unsigned long long) {}
+static __device__ __forceinline__ void ad_stamp(int) {}
+static __device__ __forceinline__ void ad_stamp_ns(int) {}
+static __device__ __forceinline__ void ad_stamp_end() {}
+#endif
 
 // What a block serves: kv head kvh (blockIdx.x) of token t (y), split sp
 // (z) of its keys, [k0, k1) of those up to its position p (window
@@ -28,6 +65,13 @@ static __device__ __forceinline__ ad_blk ad_block(const cu_attn_shape &a, const 
   b.k1 = min(b.p + 1, b.k0 + per);
   b.own = raw && b.k0 <= b.p && b.p < b.k1;
   return b;
+}
+
+// pdl_wait, but with a.pdl_late the next kernel may launch only as this
+// one ends (its blocks do not start beside the merging blocks).
+static __device__ __forceinline__ void ad_pdl_wait(const cu_attn_shape &a) {
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  if (!a.pdl_late) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 }
 
 // Keys kb .. kb + nr - 1 of the block's kv head into the K and V stages
@@ -70,7 +114,7 @@ static __device__ __forceinline__ void ad_prologue(const cu_attn_shape &a, const
                                                    int p, bool own, float2 *cs, float *sq,
                                                    float *kn, float *vn) {
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, nkv = a.n_kv_heads;
-  if (raw.k) pdl_wait();
+  if (raw.k) ad_pdl_wait(a);
   const float *qg = q + ((size_t)t * a.n_heads + (size_t)kvh * G) * HD;
   if (raw.k) {
     rope_table(cs, a, p, tid, NT);
@@ -102,11 +146,37 @@ static __device__ __forceinline__ void ad_prologue(const cu_attn_shape &a, const
   __syncthreads();
 }
 
+// The weights of cs <= AD_CMAX partial results (max m[s], sum of
+// exponentials l[s]) in the merged softmax: w[s] = exp(m[s] - max) (0 for an
+// empty split), and the merged sum, l[s] w[s] added up pairwise (entries i
+// and i + 8, then i + 4, ...; as warp_sum would over 32 lanes holding them,
+// lanes >= cs zero), as ad_merge_splits computes them, so the merge inside
+// a cluster (ad_merge_cluster) gives the same bits as the counters' merge.
+enum { AD_CMAX = 16 };
+static __device__ __forceinline__ float ad_merge_weights(const float *m, const float *l, int cs,
+                                                         float *w) {
+  float mx = -INFINITY, t[AD_CMAX];
+#pragma unroll
+  for (int s = 0; s < AD_CMAX; s++)
+    if (s < cs) mx = fmaxf(mx, m[s]);
+#pragma unroll
+  for (int s = 0; s < AD_CMAX; s++) {
+    w[s] = s < cs && l[s] > 0.0f ? expf(m[s] - mx) : 0.0f;
+    t[s] = s < cs ? l[s] * w[s] : 0.0f;
+  }
+#pragma unroll
+  for (int off = AD_CMAX / 2; off > 0; off >>= 1)
+#pragma unroll
+    for (int i = 0; i < off; i++) t[i] = t[i] + t[i + off];
+  return t[0];
+}
+
 // After every block of (token t, kv head kvh) has written its partial
 // results: with counters (cnt), the last block to count itself merges the
-// splits into out and sets the counter back to zero. sw: G * splits floats
-// of shared memory, sl: G floats (both free for this). NT threads; every
-// thread of the block calls it.
+// splits into out and sets the counter back to zero (the partials are
+// fenced before the count; the merging block reads them from L2). sw: G *
+// splits floats of shared memory, sl: G floats (both free for this). NT
+// threads; every thread of the block calls it.
 template <int HD, int NT>
 static __device__ __forceinline__ void ad_merge_splits(const cu_attn_shape &a, int t, int kvh,
                                                        int G, int splits,
@@ -117,11 +187,17 @@ static __device__ __forceinline__ void ad_merge_splits(const cu_attn_shape &a, i
   constexpr int HQ = HD / 4, PS = cu_part_stride(HD);
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, nkv = a.n_kv_heads;
   __shared__ unsigned last;
+  ad_stamp(7);
   __threadfence();
   __syncthreads();
   if (tid == 0) last = atomicAdd(cnt + (size_t)t * nkv + kvh, 1u) == (unsigned)splits - 1;
   __syncthreads();
-  if (!last) return;
+  ad_stamp(8);
+  ad_stamp_v(11, last);
+  if (!last) {
+    ad_stamp_end();
+    return;
+  }
   __threadfence();
   if (tid == 0) cnt[(size_t)t * nkv + kvh] = 0;
   const float *pb = part + ((size_t)t * a.n_heads + (size_t)kvh * G) * splits * PS;
@@ -140,6 +216,7 @@ static __device__ __forceinline__ void ad_merge_splits(const cu_attn_shape &a, i
     if (lane == 0) sl[g] = l;
   }
   __syncthreads();
+  ad_stamp(14);
   for (int o = tid; o < G * HQ; o += NT) {
     int g = o / HQ, d4 = o % HQ;
     const float *ph = pb + (size_t)g * splits * PS + 4 * d4;
@@ -156,6 +233,49 @@ static __device__ __forceinline__ void ad_merge_splits(const cu_attn_shape &a, i
     *(float4 *)(out + ((size_t)t * a.n_heads + kvh * G + g) * HD + 4 * d4) =
         make_float4(r.x * inv, r.y * inv, r.z * inv, r.w * inv);
   }
+  ad_stamp_end();
+}
+
+// The splits of (token, kv head) merged inside their thread-block cluster
+// (one block a split, cs of them along z; launched so by ad_launch where
+// the clusters fit the GPU at once): each block's partial result (layout of
+// `part`: G rows of cu_part_stride(HD) floats, the unnormalized sums, the
+// max and the sum of exponentials) is in its shared memory at cp; block r
+// of the cluster writes outputs [r per, (r + 1) per) of the G x HD, reading
+// every block's partial through distributed shared memory. No counter, no
+// trip through L2. The weights come from ad_merge_weights and the sums are
+// added in split order, as ad_merge_splits does: the two give the same bits.
+// cs <= AD_CMAX. NT threads; every thread of the block calls it.
+template <int HD, int NT>
+static __device__ __forceinline__ void ad_merge_cluster(const cu_attn_shape &a, const ad_blk &B,
+                                                        int G, int cs, float *__restrict__ out,
+                                                        float *cp) {
+  namespace cg = cooperative_groups;
+  constexpr int PS = cu_part_stride(HD);
+  cg::cluster_group cl = cg::this_cluster();
+  ad_stamp(7);
+  cl.sync();  // every block's partial is in its shared memory
+  ad_stamp(8);
+  const int tot = G * HD, per = (tot + cs - 1) / cs, rank = (int)cl.block_rank();
+  const int o1 = min(tot, (rank + 1) * per);
+  for (int o = rank * per + (int)threadIdx.x; o < o1; o += NT) {
+    const int g = o / HD, d = o % HD;
+    float m[AD_CMAX], l[AD_CMAX], u[AD_CMAX], w[AD_CMAX];
+#pragma unroll
+    for (int s = 0; s < AD_CMAX; s++)
+      if (s < cs) {
+        const float *p = cl.map_shared_rank(cp, s) + g * PS;
+        m[s] = p[HD], l[s] = p[HD + 1], u[s] = p[d];
+      }
+    const float L = ad_merge_weights(m, l, cs, w), inv = L > 0.0f ? 1.0f / L : 0.0f;
+    float r = 0.0f;
+#pragma unroll
+    for (int s = 0; s < AD_CMAX; s++)
+      if (s < cs) r = fmaf(w[s], u[s], r);
+    out[((size_t)B.t * a.n_heads + (size_t)B.kvh * G + g) * HD + d] = r * inv;
+  }
+  cl.sync();  // the partials stay until every block of the cluster has read them
+  ad_stamp_end();
 }
 
 // After the key loop of a kernel whose NW warps each kept their own online
@@ -163,9 +283,11 @@ static __device__ __forceinline__ void ad_merge_splits(const cu_attn_shape &a, i
 // wacc[w][g][HD] with wm = wacc + NW GM HD ([NW][GM] max) and wl = wm + NW
 // GM ([NW][GM] sum) (shared memory). Merges the warps into the output
 // (splits == 1) or the split's partial result, then the splits
-// (ad_merge_splits, wacc its scratch). sm, sl: GM floats each. NT threads;
-// every thread of the block calls it.
-template <int HD, int GM, int NW, int NT>
+// (ad_merge_splits, wacc its scratch; with CL, a kernel that may run in
+// clusters of its splits, ad_merge_cluster where it does: the partial then
+// goes to shared memory after wl, GM cu_part_stride(HD) floats). sm, sl: GM
+// floats each. NT threads; every thread of the block calls it.
+template <int HD, int GM, int NW, int NT, bool CL = false>
 static __device__ __forceinline__ void ad_merge_warps(const cu_attn_shape &a, const ad_blk &B,
                                                       int G, int splits, float *__restrict__ out,
                                                       float *__restrict__ part,
@@ -173,6 +295,8 @@ static __device__ __forceinline__ void ad_merge_warps(const cu_attn_shape &a, co
                                                       float *sm, float *sl) {
   constexpr int HQ = HD / 4, PS = cu_part_stride(HD);
   float *wm = wacc + NW * GM * HD, *wl = wm + NW * GM;
+  float *cp = wl + NW * GM;  // [GM][PS]: the partial result, when the splits merge in a cluster
+  const bool clm = CL && splits > 1 && (int)cooperative_groups::this_cluster().num_blocks() == splits;
   const int tid = threadIdx.x, t = B.t, kvh = B.kvh;
   __syncthreads();
   for (int g = tid; g < G; g += NT) {
@@ -203,12 +327,19 @@ static __device__ __forceinline__ void ad_merge_warps(const cu_attn_shape &a, co
       *(float4 *)(out + ((size_t)t * a.n_heads + h) * HD + 4 * d4) =
           make_float4(r.x * inv, r.y * inv, r.z * inv, r.w * inv);
     } else {
-      float *pp = part + (((size_t)t * a.n_heads + h) * splits + B.sp) * PS;
+      float *pp = clm ? cp + g * PS : part + (((size_t)t * a.n_heads + h) * splits + B.sp) * PS;
       *(float4 *)(pp + 4 * d4) = r;
       if (d4 == 0) pp[HD] = sm[g], pp[HD + 1] = L;
     }
   }
-  if (splits == 1 || !cnt) return;
+  if (clm) {
+    ad_merge_cluster<HD, NT>(a, B, G, splits, out, cp);
+    return;
+  }
+  if (splits == 1 || !cnt) {
+    ad_stamp_end();
+    return;
+  }
   ad_merge_splits<HD, NT>(a, t, kvh, G, splits, part, cnt, out, wacc, sl);
 }
 

@@ -16,8 +16,10 @@
 // splits of 4096 keys, the whole split), so the K/V stream starts while that
 // kernel finishes.
 // Rows past the split's last key are zero-filled and masked. At the end the
-// warps' (max, sum, acc) are merged (ad_merge_warps) and then the splits
-// (ad_merge_splits), as in the warp-tile kernel.
+// warps' (max, sum, acc) are merged (ad_merge_warps) and then the splits:
+// inside the block's cluster where it was launched in clusters of its splits
+// (ad_merge_cluster), else by the last block to finish (ad_merge_splits), as
+// in the warp-tile kernel.
 #ifndef WICK_BACKEND_CUDA_ATTN_DECODE_MMA_CUH
 #define WICK_BACKEND_CUDA_ATTN_DECODE_MMA_CUH
 
@@ -36,7 +38,8 @@ struct adm_cfg {
   static constexpr int ROW = HD + 8;  // halves a row (16 bytes of padding: ldmatrix rows in 8 bank groups)
   static constexpr int STAGE = 2 * ADM_KW * ROW;  // halves of one stage (K rows, then V rows)
   static constexpr size_t KV = (size_t)NW * NS * STAGE * sizeof(__half);
-  static_assert((size_t)NW * 16 * (HD + 2) * sizeof(float) <= KV, "warp merge fits the stages");
+  static_assert(((size_t)NW * 16 * (HD + 2) + 16 * cu_part_stride(HD)) * sizeof(float) <= KV,
+                "warp merge and the cluster's partial fit the stages");
   static size_t bytes(int g) {
     return KV + ((size_t)HD + (size_t)g * HD + 2 * HD + 2 * 16) * sizeof(float) +
            (size_t)16 * ROW * sizeof(__half);
@@ -65,8 +68,11 @@ __global__ void __launch_bounds__(C::THREADS, 1)
   __half *sqh = (__half *)(sl + GM);                 // [16][ROW] q in f16, rows >= G zero
   // Early fetch: with raw K/V every row but the new key's was written before
   // this forward call.
-  if (!raw.k) pdl_wait();
+  ad_stamp_ns(0);
+  ad_stamp(1);
+  if (!raw.k) ad_pdl_wait(a);
   const ad_blk B = ad_block(a, m, splits, raw.k != NULL);  // B.own: it finishes the new key
+  ad_stamp(2);
   const int kvh = B.kvh, t = B.t, p = B.p, k0 = B.k0, k1 = B.k1;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, c4 = lane & 3;
   const int ntiles = k1 > k0 ? (k1 - k0 + KT - 1) / KT : 0;
@@ -83,6 +89,7 @@ __global__ void __launch_bounds__(C::THREADS, 1)
     if (i < ntiles) load(i);
     cp_commit();
   }
+  ad_stamp(3);
   ad_prologue<HD, NT>(a, m, q, raw, t, kvh, G, p, B.own, cs, sq, kn, vn);
   for (int i = tid; i < 16 * HD / 2; i += NT) {
     const int r = i / (HD / 2), c = i % (HD / 2);
@@ -90,6 +97,7 @@ __global__ void __launch_bounds__(C::THREADS, 1)
     *(__half2 *)(sqh + r * ROW + 2 * c) = __floats2half2_rn(v.x, v.y);
   }
   __syncthreads();
+  ad_stamp(4);
 
   // ldmatrix addresses of this lane: matrix mi = lane / 8, its row lane % 8.
   const int mi = lane >> 3, mr = lane & 7;
@@ -110,6 +118,7 @@ __global__ void __launch_bounds__(C::THREADS, 1)
   for (int it = 0; it < ntiles; it++) {
     cp_wait<NS - 1>();
     __syncwarp();
+    if (it == 0) ad_stamp(5);
     const int kb = k0 + it * KT + warp * KW, st = it % NS;
     if (kb < k1) {  // else this warp's rows of the tile are all past k1
       const int nk = min(KW, k1 - kb);
@@ -181,6 +190,7 @@ __global__ void __launch_bounds__(C::THREADS, 1)
   }
   cp_wait<0>();
   __syncthreads();  // every warp is done with its stages: they hold the merge now
+  ad_stamp(6);
   float *wacc = (float *)adm_raw;  // [NW][GM][HD]
   float *wm = wacc + NW * GM * HD, *wl = wm + NW * GM;  // [NW][GM] max and sum (ad_merge_warps)
 #pragma unroll
@@ -194,7 +204,7 @@ __global__ void __launch_bounds__(C::THREADS, 1)
       if (c4 == 0) wm[warp * GM + r] = mrow[h], wl[warp * GM + r] = l;
     }
   }
-  ad_merge_warps<HD, GM, NW, NT>(a, B, G, splits, out, part, cnt, wacc, sm, sl);
+  ad_merge_warps<HD, GM, NW, NT, true>(a, B, G, splits, out, part, cnt, wacc, sm, sl);
 }
 
 #endif

@@ -84,6 +84,8 @@ struct cu_state {
   int sms;      // multiprocessors of the device
   int attn_blocks_per_token;  // split attention's blocks a token and split (kv or query heads)
   int attn_per_sm;            // and of those an SM (cu_attn_decode_per_sm)
+  int attn_late;              // 1: decode attention lets the next kernel launch at its end
+  int attn_splits_max;        // > 0: at most this many key splits (comparison)
   cudaGraphExec_t graphs[GRAPH_MAX_N + 1][GRAPH_MAX_N + 1][ATT_SPLIT_LOG_MAX + 1];
 };
 
@@ -352,13 +354,20 @@ static int cuda_prepare(wk_backend *b, const wk_model *m, const wk_backend_param
   s->c.mv_mvr = mvr_opts_env();
   // WICK_CUDA_ATTN=warp: decode attention on the warp-per-key kernel;
   // =nomerge: the group kernel with a combine launch; =postapart: the Q/K/V
-  // epilogue as its own launch in decode too; =group1: the session-3 decode
+  // epilogue as its own launch in decode too; =nocluster: the splits merged
+  // by the last block through the counters, never in a cluster; =late: the
+  // next kernel launches only as decode attention ends; =group1: the session-3 decode
   // kernel (block-wide tiles); =fma: the session-5 one (warp tiles, f32
   // FMAs) instead of the tensor-core kernel (comparison).
   const char *ae = getenv("WICK_CUDA_ATTN");
   s->c.attn_warp = ae && !strcmp(ae, "warp");
   s->c.attn_merge_off = ae && !strcmp(ae, "nomerge");
   s->c.attn_post_apart = ae && !strcmp(ae, "postapart");
+  s->c.attn_cluster_off = ae && !strcmp(ae, "nocluster");
+  s->attn_late = ae && !strcmp(ae, "late");
+  // WICK_CUDA_ATTN_SPLITS=N: at most N key splits in decode attention (comparison).
+  const char *sx = getenv("WICK_CUDA_ATTN_SPLITS");
+  s->attn_splits_max = sx ? atoi(sx) : 0;
   s->c.attn_variant = !ae ? 0 : !strcmp(ae, "group1") ? 1 : !strcmp(ae, "fma") ? 5 : 0;
   const char *fh = getenv("WICK_CUDA_FLASH_H");
   s->flash_h_off = fh && fh[0] == '0';
@@ -446,8 +455,10 @@ static int cuda_prepare(wk_backend *b, const wk_model *m, const wk_backend_param
 // ---------------------------------------------------------------- forward
 
 static int attn_splits_log2(const cu_state *s, int n, int max_ctx) {
-  return cu_attn_splits_log2(s->sms, n, s->m->n_heads, s->attn_blocks_per_token, s->attn_per_sm,
-                             max_ctx);
+  int lg = cu_attn_splits_log2(s->sms, n, s->m->n_heads, s->attn_blocks_per_token, s->attn_per_sm,
+                               max_ctx);
+  while (s->attn_splits_max > 0 && lg > 0 && (1 << lg) > s->attn_splits_max) lg--;
+  return lg;
 }
 
 // Several matrix-vector products of one x (decode sizes): one launch per run
@@ -549,7 +560,8 @@ static int run_layers(cu_state *s, int n, int nl, int splits, wk_error *err) {
     __half *vc = s->kv + ((size_t)m->n_layers + l) * s->kv_layer_elems;
     cu_attn_shape a = {m->n_heads, m->n_kv_heads, m->head_dim, m->rope_dim, m->rope_neox,
                        C->inv_freq, C->q_norm, C->k_norm, C->bq, C->bk, C->bv, m->norm_eps,
-                       s->p.kv.block_size, m->attn_scale, m->attn_softcap, C->window};
+                       s->p.kv.block_size, m->attn_scale, m->attn_softcap, C->window,
+                       s->attn_late};
     if (!(s->skip & SKIP_QKV)) RUN(layer_qkv(s, C, n, fold, err));
     // The GEMM path: attention writes the o-projection's f16 activations.
     bool gemm = n > c->mv_max_tokens && !s->flash_h_off;

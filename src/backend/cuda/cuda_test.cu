@@ -297,12 +297,23 @@ static int attn_run(dev_bufs &b, const cuda_test_attn *a, const cu_attn_shape *s
   if (a->kernel == 1)
     return cu_flash_attention(&b.c, s, m, n, dq, dk, dv, dout, NULL, a->variant, err);
   b.c.attn_warp = a->kernel == 2;
-  if (a->kernel == 0 && !b.c.attn_cnt) {  // the group kernel's in-kernel merge
+  b.c.attn_cluster_off = a->kernel == 4;
+  if ((a->kernel == 0 || a->kernel == 4) && !b.c.attn_cnt) {  // the group kernel's in-kernel merge
     b.c.attn_cnt_n = (size_t)n * s->n_kv_heads;
     TRY(b.alloc(&b.c.attn_cnt, b.c.attn_cnt_n * sizeof(unsigned), err));
     CK(cudaMemset(b.c.attn_cnt, 0, b.c.attn_cnt_n * sizeof(unsigned)));
   }
   return cu_attention_split(&b.c, s, m, n, dq, dk, dv, dout, a->splits, dpart, NULL, err);
+}
+
+extern "C" int cuda_test_attn_clusters(const cuda_test_attn *a) {
+  cu_ctx c = {};
+  static unsigned dummy;  // only its presence is asked: the kernel would merge itself
+  c.attn_cnt = &dummy, c.attn_cnt_n = (size_t)1 << 30;
+  cu_attn_shape s = {};
+  s.n_heads = a->n_heads, s.n_kv_heads = a->n_kv, s.head_dim = a->hd, s.block_size = a->block_size;
+  int n = (a->n_seqs > 0 ? a->n_seqs : 1) * a->n_new;
+  return cu_attn_decode_clusters(&c, &s, n, a->splits) ? 1 : 0;
 }
 
 extern "C" int cuda_test_attention(const cuda_test_attn *a, const float *q, const float *k,

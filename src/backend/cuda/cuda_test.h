@@ -70,8 +70,10 @@ int cuda_test_dequant_f16(int type, const void *w, int rows, int cols, int r0, i
 // cache blocks blocks[i * nb ..], nb = ceil(n_ctx / block_size), of a pool of
 // n_pool blocks. kernel 0: the split kernels (splits parts; the group
 // kernel of attn_decode.cu where it serves the shape, merging its splits
-// itself); 1: the flash kernel (variant -1 its default configuration); 2: the
-// split warp-per-key kernel; 3: the group kernel with the combine launch.
+// itself, in clusters where they fit); 1: the flash kernel (variant -1 its
+// default configuration); 2: the split warp-per-key kernel; 3: the group
+// kernel with the combine launch; 4: kernel 0 merging through its counters
+// only (never in a cluster).
 typedef struct cuda_test_attn {
   int n_heads, n_kv, hd, n_ctx, n_new, window, block_size, n_pool, splits;
   float scale, softcap;
@@ -82,6 +84,9 @@ typedef struct cuda_test_attn {
 } cuda_test_attn;
 int cuda_test_attention(const cuda_test_attn *a, const float *q, const float *k, const float *v,
                         float *out, wk_error *err);
+// 1 if kernel 0 runs a's shape (one token a sequence) with its splits merged
+// in thread-block clusters on this GPU, else 0.
+int cuda_test_attn_clusters(const cuda_test_attn *a);
 // Decode attention from the raw Q/K/V products (before bias, QK-norm and
 // RoPE) through cu_attention as run_layers calls it in decode: n_seqs
 // sequences, one new token each, sequence i's at position n_ctx[i] - 1 and
@@ -126,6 +131,11 @@ int cuda_test_attention_post(const cuda_test_attn_post *a, const float *q, const
 // cuda_test_attention would run for a (one sequence, blocks in order; K, V
 // and q random on the device).
 int cuda_bench_attention(const cuda_test_attn *a, int iters, double *us, wk_error *err);
+#ifdef WICK_CUDA_STAMPS
+// A measurement build's timeline stamps of the last decode attention launch
+// (attn_decode_common.cuh says the slots): n blocks of 16 each.
+int cuda_attn_stamps(unsigned long long *out, int n);
+#endif
 
 // One configuration of the matrix-vector benchmark.
 typedef struct cuda_mv_cfg {

@@ -137,6 +137,23 @@ static inline cudaError_t cu_launch(bool pdl, cudaStream_t st, dim3 grid, dim3 b
   cfg.numAttrs = pdl ? 1 : 0;
   return cudaLaunchKernelEx(&cfg, kern, args...);
 }
+// The same in thread-block clusters of cz blocks along z (cz > 1; the
+// kernel allows the size: cudaFuncAttributeNonPortableClusterSizeAllowed
+// above 8).
+template <typename... P, typename... A>
+static inline cudaError_t cu_launch_cluster(bool pdl, cudaStream_t st, dim3 grid, dim3 block,
+                                            size_t smem, int cz, void (*kern)(P...), A... args) {
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = grid, cfg.blockDim = block, cfg.dynamicSmemBytes = smem, cfg.stream = st;
+  cudaLaunchAttribute at[2];
+  at[0].id = cudaLaunchAttributeClusterDimension;
+  at[0].val.clusterDim.x = 1, at[0].val.clusterDim.y = 1, at[0].val.clusterDim.z = cz;
+  at[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  at[1].val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = at;
+  cfg.numAttrs = pdl ? 2 : 1;
+  return cudaLaunchKernelEx(&cfg, kern, args...);
+}
 
 // The gated unit's activation: 0 SiLU (SwiGLU), 1 GELU with tanh (GeGLU).
 static __device__ __forceinline__ float glu_act(float x, int act) {

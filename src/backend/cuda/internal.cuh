@@ -54,6 +54,7 @@ struct cu_ctx {
   unsigned *attn_cnt;     // zeroed counters for the decode attention's in-kernel merge
   size_t attn_cnt_n;      // (token, kv head) pairs they serve; NULL/0: a combine launch
   int attn_merge_off;     // 1: no counters (set before they are allocated)
+  int attn_cluster_off;   // 1: decode attention's splits never merge in a cluster (comparison)
   int attn_post_apart;    // 1: the Q/K/V epilogue always as its own launch (comparison)
   int *flag;              // one device int for host-side checks (cu_bf16_to_f16); NULL until used
   int attn_variant;       // decode attention: 0 the tensor-core kernel where it serves the
@@ -140,6 +141,7 @@ struct cu_attn_shape {
   float scale;             // q.k scale
   float softcap;           // 0 = none
   int window;              // 0 = global
+  int pdl_late;            // decode kernels: 1 lets the next kernel launch only at their end
 };
 // RoPE angles of position pos: cs[f] = (cos, sin) of pos * inv_freq[f] for
 // f < rope_dim / 2, computed in double (as the CPU backend) by threads i of
@@ -243,6 +245,10 @@ int cu_attn_decode_per_sm(const cu_ctx *c, const cu_attn_shape *a);
 // Whether cu_attn_decode merges its splits itself (c->attn_cnt serves n
 // tokens), so no combine launch is needed.
 bool cu_attn_decode_merges(const cu_ctx *c, const cu_attn_shape *a, int n);
+// Whether that launch (n tokens, splits) merges the splits of each (token,
+// kv head) inside a thread-block cluster (attn_decode.cu ad_in_clusters):
+// the same bits as the counters' merge, without its trip through L2.
+bool cu_attn_decode_clusters(const cu_ctx *c, const cu_attn_shape *a, int n, int splits);
 int cu_attn_decode(cu_ctx *c, const cu_attn_shape *a, const cu_meta *m, int n, const float *q,
                    const __half *kc, const __half *vc, float *out, int splits, float *part,
                    const cu_raw_kv *raw, wk_error *err);
