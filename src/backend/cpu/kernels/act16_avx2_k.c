@@ -14,7 +14,8 @@
 // same integers. One token of Q4_K, Q5_K, IQ4_XS: kdec (below), the same
 // integers again with cheaper scale handling. Per super-block:
 //   acc += float(lanes) * (d_w * d_a)
-//   acc -= m * s_a per 16 values     (m: dmin * min, or d * offset * scale).
+//   acc -= m * s_a per 16 values     (m: dmin * min, or d * offset * scale;
+//                                     Q4_K, Q5_K: per 32, k4_min_term).
 // Bounds: a pmaddubsw lane is at most 2 x 63 x 127 = 16002 (Q6_K; IQ4_XS:
 // 2 x 127 x 127 = 32258); code x scale fits int16 (63 x 128); a combined
 // lane sums 32 products of code x scale x v, at most 32 x 31 x 63 x 16383
@@ -32,7 +33,26 @@ typedef struct kprep {
   float d;               // super-block scale
   __m256 m0, m1;         // per group, times its activation sum, comes off
                          // (formats with mins or fixed offsets)
+  __m256 mf;             // Q4_K, Q5_K: the 8 mins as f32 (k4_chunk_sums' order)
+  float dmin;            // Q4_K, Q5_K: the super-block's dmin
 } kprep;
+
+// The mins' term of a Q4_K / Q5_K super-block, per 32 values: acc - dmin *
+// min_j * S_j (mf: the mins as f32, sums: S_j, chunk j's activation sum, both
+// in k4_chunk_sums' lane order). The decode tile and ktile both take it so.
+AT AI __m256 k4_min_term(__m256 acc, __m256 mf, __m256 sums, __m256 dmin) {
+  return _mm256_fnmadd_ps(_mm256_mul_ps(mf, sums), dmin, acc);
+}
+
+// The 8 chunks' activation sums of a super-block (its 16-value groups' in
+// pairs), in the lane order of pairwise adds: chunks 0 1 4 5 2 3 6 7.
+AT AI __m256 k4_chunk_sums(const wk_act16k *a) {
+  return _mm256_hadd_ps(_mm256_loadu_ps(a->s), _mm256_loadu_ps(a->s + 8));
+}
+
+// Bytes 8-15 of each 128-bit half (kscales_k4's mins 0-7) in that order,
+// at bytes 0-7.
+#define K4_MINS_ORDER 8, 9, 12, 13, 10, 11, 14, 15
 
 AT AI int kbytes(const int type) {
   switch (type) {
@@ -156,6 +176,9 @@ AT AI void kprep_block(const int type, const uint8_t *b, kprep *p) {
       p->sc = kbcast16(v, 0);
       p->m0 = kmins(m, dmin, 0);
       p->m1 = kmins(_mm_srli_si128(m, 8), dmin, 0);
+      const __m128i mo = _mm_setr_epi8(K4_MINS_ORDER, 0, 0, 0, 0, 0, 0, 0, 0);
+      p->mf = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_shuffle_epi8(v, mo)));
+      p->dmin = dmin;
       p->d = a16_f16(b);
       break;
     }
@@ -263,69 +286,96 @@ AT AI __m256i kcombine(__m256i lo, __m256i hi) {
 
 // ---- the decode tile: R rows x one token (Q4_K, Q5_K, IQ4_XS) ---------------
 //
-// The formats with one scale per 32 values: per super-block and row the
-// scales are decoded once into memory and each chunk's is broadcast from
-// there (a load, where a pick from a register costs a shuffle), the f32 terms
-// come with fewer shuffles than kprep_block's, and a chunk's activation bytes
-// are loaded once for all rows. IQ4_XS's signed codes take each value's sign
-// (one psignb) and multiply |lo| and |hi|, where ktile moves the codes' signs
-// onto lo and hi (two psignb and a pabsb). The chunks' integers and the f32
-// operations are ktile's.
+// The formats with one scale per 32 values: per super-block the scales are
+// decoded once into memory and each chunk's is broadcast from there (a load,
+// where a pick from a register costs a shuffle), and a chunk's activation
+// bytes are loaded once for all rows. Q4_K, Q5_K: two rows' scales and mins
+// decode in one vector (a row a 128-bit half), the d and dmin of 4 rows
+// convert in one, the mins come off per 32 values (k4_min_term), and all of
+// it is made one super-block ahead: about half the operations per
+// super-block and row besides the chunks' products that one row at a time
+// took (L2-resident rows, one thread: Q4_K 14.4 -> 16.5 GB/s, Q5_K 14.5 ->
+// 16). IQ4_XS's signed codes take each value's sign (one psignb) and
+// multiply |lo| and |hi|, where ktile moves the codes' signs onto lo and hi
+// (two psignb and a pabsb). The chunks' integers and the f32 operations are
+// ktile's.
 
-// Per row and super-block, what the decode tile needs besides the codes.
+// IQ4_XS, per row and super-block: what the decode tile needs besides the
+// codes.
 typedef struct kdprep {
   int32_t s32[8];   // sub-block scales, one a dword: chunk j broadcasts s32[j]'s
                     // low int16
   __m256 dd;        // d_w * d_a
-  __m256 m0, m1;    // per 16 values, times the activation sum, comes off
-                    // (Q4_K, Q5_K: dmin * min)
 } kdprep;
 
-AT AI void kd_prep(const int type, const uint8_t *b, __m256 da, kdprep *p) {
-  if (type == WK_IQ4_XS) {  // d @0, scales_h @2, scales_l @4: kscales_iq4xs as dwords
-    uint32_t l;
-    memcpy(&l, b + 4, 4);
-    const __m256i sh = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);
-    const __m256i lo = _mm256_srlv_epi32(_mm256_set1_epi32((int)l), _mm256_add_epi32(sh, sh));
-    const __m256i hi = _mm256_srlv_epi32(_mm256_set1_epi32((int)a16_u16(b + 2)), sh);
-    const __m256i sc = _mm256_or_si256(
-        _mm256_and_si256(lo, _mm256_set1_epi32(15)),
-        _mm256_slli_epi32(_mm256_and_si256(hi, _mm256_set1_epi32(3)), 4));
-    _mm256_storeu_si256((__m256i *)p->s32, _mm256_sub_epi32(sc, _mm256_set1_epi32(32)));
-    p->dd = _mm256_mul_ps(a16_bf16(b), da);
-    return;
-  }
-  // Q4_K, Q5_K: d dmin @0, scales @4, unpacked as kscales_k4 does (in both
-  // halves: the loads broadcast)
-  const __m256i x = a16_bcast16(b + 4), m4 = _mm256_set1_epi8(15);
+AT AI void kd_prep(const uint8_t *b, __m256 da, kdprep *p) {
+  // d @0, scales_h @2, scales_l @4: kscales_iq4xs as dwords
+  uint32_t l;
+  memcpy(&l, b + 4, 4);
+  const __m256i sh = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);
+  const __m256i lo = _mm256_srlv_epi32(_mm256_set1_epi32((int)l), _mm256_add_epi32(sh, sh));
+  const __m256i hi = _mm256_srlv_epi32(_mm256_set1_epi32((int)a16_u16(b + 2)), sh);
+  const __m256i sc = _mm256_or_si256(
+      _mm256_and_si256(lo, _mm256_set1_epi32(15)),
+      _mm256_slli_epi32(_mm256_and_si256(hi, _mm256_set1_epi32(3)), 4));
+  _mm256_storeu_si256((__m256i *)p->s32, _mm256_sub_epi32(sc, _mm256_set1_epi32(32)));
+  p->dd = _mm256_mul_ps(a16_bf16(b), da);
+}
+
+// Q4_K, Q5_K, per super-block: what the decode tile needs of its rows
+// besides the codes (rows r and r + 1 are written together).
+typedef struct k4dprep {
+  int16_t sc[A16_MAXR][8];   // row r, chunk j: its scale
+  uint8_t sm[A16_MAXR][16];  // row r: scales (bytes 0-7), mins (8-15, in
+                             // k4_chunk_sums' order)
+  float dm[2 * A16_MAXR];    // row r: d_w * d_a at 2 r, dmin at 2 r + 1
+} k4dprep;
+
+// kscales_k4 on two blocks at once: each 128-bit half of x holds a block's
+// 12 packed bytes (and 4 more), each half of the result its 8 scales and 8
+// mins.
+AT AI __m256i k4_scales2(__m256i x) {
   const __m256i low = _mm256_and_si256(x, _mm256_set1_epi8(63));  // sc0-3 m0-3
   const __m256i top = _mm256_and_si256(_mm256_srli_epi32(x, 2), _mm256_set1_epi8(0x30));
   __m256i a2 = _mm256_shuffle_epi32(x, 0xaa);
-  a2 = _mm256_and_si256(_mm256_srlv_epi32(a2, _mm256_setr_epi32(0, 4, 0, 0, 0, 4, 0, 0)), m4);
-  const __m256i v = _mm256_unpacklo_epi32(low, _mm256_or_si256(a2, top));  // sc0-7 m0-7
-  const __m128i sc16 = _mm_cvtepu8_epi16(_mm256_castsi256_si128(v));
-  _mm_storeu_si128((__m128i *)p->s32, _mm_unpacklo_epi16(sc16, _mm_setzero_si128()));
-  _mm_storeu_si128((__m128i *)(p->s32 + 4), _mm_unpackhi_epi16(sc16, _mm_setzero_si128()));
-  uint32_t ddm;
-  memcpy(&ddm, b, 4);
-  const __m256 t = _mm256_cvtph_ps(_mm_set1_epi32((int)ddm));  // d dmin d dmin ..
-  const __m256 d = _mm256_permute_ps(t, 0x00), dmin = _mm256_permute_ps(t, 0x55);
-  // mins 0 1 4 5 | 2 3 6 7 as f32 (exact products), then each twice:
-  // m0 = 0 0 1 1 2 2 3 3, m1 = 4 4 5 5 6 6 7 7 (kprep_block's)
-  const char z = (char)0x80;
-  const __m256i mi = _mm256_setr_epi8(8, z, z, z, 9, z, z, z, 12, z, z, z, 13, z, z, z, 10, z, z, z,
-                                      11, z, z, z, 14, z, z, z, 15, z, z, z);
-  const __m256 mf = _mm256_mul_ps(dmin, _mm256_cvtepi32_ps(_mm256_shuffle_epi8(v, mi)));
-  p->m0 = _mm256_unpacklo_ps(mf, mf);
-  p->m1 = _mm256_unpackhi_ps(mf, mf);
-  p->dd = _mm256_mul_ps(d, da);
+  a2 = _mm256_and_si256(_mm256_srlv_epi32(a2, _mm256_setr_epi32(0, 4, 0, 0, 0, 4, 0, 0)),
+                        _mm256_set1_epi8(15));
+  return _mm256_unpacklo_epi32(low, _mm256_or_si256(a2, top));  // sc0-7 m0-7
 }
 
-// Chunk j's scale in all int16 lanes: a broadcast load (GCC would move the
-// value through a general register and shuffle it instead).
-AT AI __m256i kd_scale(const kdprep *p, int j) {
+// The 4 bytes at p in every dword (a broadcast load).
+AT AI __m128i kbcast32(const uint8_t *p) {
+  return _mm_castps_si128(_mm_broadcast_ss((const float *)p));
+}
+
+AT AI void k4_dprep(const int R, const uint8_t *blk, size_t ws, float da, k4dprep *p) {
+  A16_UNROLL for (int r = 0; r < R; r += 2) {  // rows r and r + 1 (r twice for an odd R)
+    const uint8_t *b0 = blk + (size_t)r * ws, *b1 = r + 1 < R ? b0 + ws : b0;
+    const __m256i v = k4_scales2(a16_load2(b0 + 4, b1 + 4));
+    const __m256i mo = _mm256_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, K4_MINS_ORDER,  //
+                                        0, 1, 2, 3, 4, 5, 6, 7, K4_MINS_ORDER);
+    _mm256_storeu_si256((__m256i *)p->sm[r], _mm256_shuffle_epi8(v, mo));
+    _mm256_storeu_si256((__m256i *)p->sc[r], _mm256_unpacklo_epi8(v, _mm256_setzero_si256()));
+  }
+  const __m256 f = _mm256_setr_ps(da, 1, da, 1, da, 1, da, 1);
+  A16_UNROLL for (int r = 0; r < R; r += 4) {  // d dmin of rows r .. r + 3
+    __m128i h = kbcast32(blk + (size_t)r * ws);
+    A16_UNROLL for (int i = 1; i < 4; i++)
+        if (r + i < R) h = _mm_blend_epi32(h, kbcast32(blk + (size_t)(r + i) * ws), 1 << i);
+    _mm256_storeu_ps(p->dm + 2 * r, _mm256_mul_ps(_mm256_cvtph_ps(h), f));
+  }
+}
+
+// Row r's 8 mins as f32.
+AT AI __m256 k4_mins(const k4dprep *p, int r) {
+  return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(p->sm[r] + 8))));
+}
+
+// The int16 at p (a chunk's scale) in all lanes: a broadcast load (GCC would
+// move the value through a general register and shuffle it instead).
+AT AI __m256i kd_bcastw(const void *p) {
   __m256i v;
-  __asm__("vpbroadcastw %1, %0" : "=x"(v) : "m"(p->s32[j]));
+  __asm__("vpbroadcastw %1, %0" : "=x"(v) : "m"(*(const int16_t *)p));
   return v;
 }
 
@@ -343,14 +393,23 @@ AT AI void kdec(const int type, const int R, const uint8_t *w, size_t ws, int64_
   const wk_act16k *act = (const wk_act16k *)xq;
   __m256 acc[A16_MAXR];
   A16_UNROLL for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
+  // Q4_K, Q5_K: super-block b's terms in p4s[b % 2], made one super-block
+  // ahead (its scales go through memory: their loads then wait on nothing)
+  k4dprep p4s[2];
+  if (type != WK_IQ4_XS && nb > 0) k4_dprep(R, w, ws, act[0].d, &p4s[0]);
   for (int64_t b = 0; b < nb; b++) {
     const uint8_t *blk = w + (size_t)b * (size_t)bytes;
     // unsigned codes: the lo and hi bytes; IQ4_XS: |lo|, |hi| and the sign
     const int8_t *q = (const int8_t *)xq + (type == WK_IQ4_XS ? wk_act16k_sign_bytes(nb, b)
                                                               : wk_act16_bytes(WK_ACT_A16K, nb, b));
-    kdprep p[A16_MAXR];
-    const __m256 da = _mm256_set1_ps(act[b].d);
-    A16_UNROLL for (int r = 0; r < R; r++) kd_prep(type, blk + (size_t)r * ws, da, &p[r]);
+    kdprep p[A16_MAXR];  // IQ4_XS
+    k4dprep *pp = &p4s[b & 1];
+    if (type == WK_IQ4_XS) {
+      const __m256 da = _mm256_set1_ps(act[b].d);
+      A16_UNROLL for (int r = 0; r < R; r++) kd_prep(blk + (size_t)r * ws, da, &p[r]);
+    } else {
+      if (b + 1 < nb) k4_dprep(R, blk + bytes, ws, act[b + 1].d, &p4s[(b + 1) & 1]);
+    }
     __m256i lo[A16_MAXR], hi[A16_MAXR];
     A16_UNROLL for (int r = 0; r < R; r++) lo[r] = hi[r] = _mm256_setzero_si256();
     A16_UNROLL for (int j = 0; j < 8; j++) {
@@ -362,7 +421,7 @@ AT AI void kdec(const int type, const int R, const uint8_t *w, size_t ws, int64_
       A16_UNROLL for (int r = 0; r < R; r++) {
         kcodes k;
         kchunk(type, blk + (size_t)r * ws, j, &k);
-        const __m256i s = kd_scale(&p[r], j);
+        const __m256i s = type == WK_IQ4_XS ? kd_bcastw(&p[r].s32[j]) : kd_bcastw(&pp->sc[r][j]);
         // IQ4_XS: the signed codes take v's sign, against |lo| and |hi|
         const __m256i c = type == WK_IQ4_XS ? _mm256_sign_epi8(k.sg, sg) : k.c;
         const __m256i l = type == WK_IQ4_XS ? _mm256_maddubs_epi16(xl, c)
@@ -375,11 +434,15 @@ AT AI void kdec(const int type, const int R, const uint8_t *w, size_t ws, int64_
         A16_KEEP(hi[r]);
       }
     }
-    A16_UNROLL for (int r = 0; r < R; r++) {
-      acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(kcombine(lo[r], hi[r])), p[r].dd, acc[r]);
-      if (type != WK_IQ4_XS) {
-        acc[r] = _mm256_fnmadd_ps(p[r].m0, _mm256_loadu_ps(act[b].s), acc[r]);
-        acc[r] = _mm256_fnmadd_ps(p[r].m1, _mm256_loadu_ps(act[b].s + 8), acc[r]);
+    if (type == WK_IQ4_XS) {
+      A16_UNROLL for (int r = 0; r < R; r++)
+          acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(kcombine(lo[r], hi[r])), p[r].dd, acc[r]);
+    } else {
+      const __m256 sums = k4_chunk_sums(&act[b]);
+      A16_UNROLL for (int r = 0; r < R; r++) {
+        const __m256 dd = _mm256_broadcast_ss(&pp->dm[2 * r]);
+        acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(kcombine(lo[r], hi[r])), dd, acc[r]);
+        acc[r] = k4_min_term(acc[r], k4_mins(pp, r), sums, _mm256_broadcast_ss(&pp->dm[2 * r + 1]));
       }
     }
   }
@@ -392,7 +455,8 @@ AT AI void kdec(const int type, const int R, const uint8_t *w, size_t ws, int64_
 // half super-block for ksplit formats); one token by pmaddubsw on the lo and
 // hi bytes (then lo + 128 hi), several by pmaddwd of int16 codes x scales
 // with v, the same integers. Then, the same f32 operations either way:
-//   acc += float(lanes) * (d_w * d_a);  acc -= m * s_a per 16 values.
+//   acc += float(lanes) * (d_w * d_a);  acc -= m * s_a per 16 values
+// (Q4_K, Q5_K: k4_min_term, per 32).
 AT AI void ktile(const int type, const int R, const int N, const uint8_t *w, size_t ws,
                  int64_t nb, const uint8_t *xq, size_t xs, float *y, size_t ys,
                  size_t yr) {
@@ -447,7 +511,9 @@ AT AI void ktile(const int type, const int R, const int N, const uint8_t *w, siz
       const __m256i sum = N == 1 ? kcombine(lo[r][t], hi[r][t]) : lo[r][t];
       if (ksplit(type)) acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(half[r][t]), dd, acc[r][t]);
       acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), dd, acc[r][t]);
-      if (with_m) {
+      if (with_m && kscale32(type)) {  // Q4_K, Q5_K: as the decode tile
+        acc[r][t] = k4_min_term(acc[r][t], p[r].mf, k4_chunk_sums(a[t]), _mm256_set1_ps(p[r].dmin));
+      } else if (with_m) {
         acc[r][t] = _mm256_fnmadd_ps(p[r].m0, _mm256_loadu_ps(a[t]->s), acc[r][t]);
         acc[r][t] = _mm256_fnmadd_ps(p[r].m1, _mm256_loadu_ps(a[t]->s + 8), acc[r][t]);
       }
@@ -458,15 +524,15 @@ AT AI void ktile(const int type, const int R, const int N, const uint8_t *w, siz
 }
 
 // Register tiles: main rows x tokens, decode rows (2 for ktile's loop, 3 for
-// Q6_K's (L2-resident rows, one thread: 15.9 -> 16.5 GB/s against 2), 3 or 4
-// for kdec's: measured best).
+// Q6_K's (L2-resident rows, one thread: 15.9 -> 16.5 GB/s against 2), 4 for
+// kdec's (Q4_K, Q5_K: 2, 3, 6 and 8 measured 2-10% slower): measured best).
 #define K_RM 1
 #define K_RN 4
 
 A16_TYPE(q2_k, WK_Q2_K, ktile, 256, K_RM, K_RN, 2)
 A16_TYPE(q3_k, WK_Q3_K, ktile, 256, K_RM, K_RN, 2)
 A16_TYPE(q4_k, WK_Q4_K, ktile, 256, K_RM, K_RN, 4)
-A16_TYPE(q5_k, WK_Q5_K, ktile, 256, K_RM, K_RN, 3)
+A16_TYPE(q5_k, WK_Q5_K, ktile, 256, K_RM, K_RN, 4)
 A16_TYPE(q6_k, WK_Q6_K, ktile, 256, K_RM, K_RN, 3)
 A16_TYPE(iq4_xs, WK_IQ4_XS, ktile, 256, K_RM, K_RN, 4)
 

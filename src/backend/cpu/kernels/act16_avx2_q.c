@@ -222,12 +222,6 @@ AT AI __m256i q5_products(const int type, const uint8_t *b, __m256i lo, __m256i 
 // Bounds: two pmaddubsw lanes added <= 2 x 2 x 31 x 127; IQ4_NL's block sum
 // <= 32 x 241 x 16383.
 
-// 16 bytes at a in the low half, 16 at b in the high half (two broadcast
-// loads and a blend: no lane-crossing insert).
-AT AI __m256i a16_load2(const uint8_t *a, const uint8_t *b) {
-  return _mm256_blend_epi32(a16_bcast16(a), a16_bcast16(b), 0xf0);
-}
-
 // Offset of a block's 16 nibble bytes.
 AT AI int qs_at(const int type) {
   switch (type) {

@@ -108,6 +108,12 @@ AT AI __m256i a16_bcast16(const void *p) {
   return _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)p));
 }
 
+// 16 bytes at a in the low half, 16 at b in the high half (two broadcast
+// loads and a blend: no lane-crossing insert).
+AT AI __m256i a16_load2(const uint8_t *a, const uint8_t *b) {
+  return _mm256_blend_epi32(a16_bcast16(a), a16_bcast16(b), 0xf0);
+}
+
 // Bits [from, from + width) of every byte moved to [to, to + width), other
 // bits 0 (16-bit shifts: the bits kept never cross a byte).
 AT AI __m256i a16_bits8(__m256i x, int from, int to, int width) {
