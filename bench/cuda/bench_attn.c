@@ -57,21 +57,21 @@ static double run(const char *what, int nh, int nkv, int hd, int n_ctx, int n_ne
 // read 4 copies of the cache in turn, so the K/V rows are not in L2 from the
 // launch before (a decode step reads another layer's cache each time).
 static void decode(void) {
-  enum { NC = 2, NK = 11, NS = 5 };
+  enum { NC = 2, NK = 12, NS = 5 };
   static const int ctxs[NC] = {4096, 16384}, splits[NS] = {4, 8, 16, 32, 64};
   // mma: the tensor-core decode kernel (the default), merging its splits
   // itself or (+combine) with the combine launch; fma: the f32 warp-tile
   // kernel of session 5 (variant 5; 16 warps, 2 stages at this shape);
   // group1: the block-tile kernel of session 3 (variant 1); warp: the
   // warp-per-key kernel; mma-NwSs: the tensor-core kernel with N warps a
-  // block and S stages a warp (variants 6, 7); mma-counters: the default
+  // block and S stages a warp (variants 6-8); mma-counters: the default
   // kernel merging through its counters, never in a cluster (kernel 4).
-  static const int kern[NK] = {0, 0, 3, 0, 0, 2, 0, 0, 0, 4, 4};
-  static const int var[NK] = {-1, -1, -1, 5, 5, -1, 1, 6, 7, -1, -1};
-  static const int cold[NK] = {0, 1, 0, 0, 1, 0, 0, 0, 0, 0, 1};
+  static const int kern[NK] = {0, 0, 3, 0, 0, 2, 0, 0, 0, 4, 4, 0};
+  static const int var[NK] = {-1, -1, -1, 5, 5, -1, 1, 6, 7, -1, -1, 8};
+  static const int cold[NK] = {0, 1, 0, 0, 1, 0, 0, 0, 0, 0, 1, 1};
   static const char *kname[NK] = {"mma",      "mma-cold", "mma+combine", "fma",
                                   "fma-cold", "warp",     "group1",      "mma-8w3s",
-                                  "mma-4w4s", "mma-counters", "mma-counters-cold"};
+                                  "mma-4w4s", "mma-counters", "mma-counters-cold", "mma-4w2s-cold"};
   for (int c = 0; c < NC; c++) {
     double best[NK] = {0};
     int best_s[NK] = {0};

@@ -330,7 +330,8 @@ static int ad_dispatch(const cu_ctx *c, const cu_attn_shape *a, F &&f) {
   // 128 and groups up to 4: 2, 4 warps x 3 stages; 3, 4 warps x 6 stages;
   // 4, 8 warps x 3 stages (the default of the other shapes). Of the
   // tensor-core kernel at head dim 128: 6, 8 warps x 3 stages; 7, 4 warps x
-  // 4 stages.
+  // 4 stages; 8, 4 warps x 2 stages (two or more blocks an SM, so clusters
+  // of 16 splits fit).
   if (v >= 2 && a->head_dim == 128 && g <= 4) {
     if (v == 2) return f(ad_kind<ad_warps<adw_cfg<128, 4, 4, 3>>>());
     if (v == 3) return f(ad_kind<ad_warps<adw_cfg<128, 4, 4, 6>>>());
@@ -339,6 +340,7 @@ static int ad_dispatch(const cu_ctx *c, const cu_attn_shape *a, F &&f) {
   if (v >= 6 && a->head_dim == 128 && g <= 16) {
     if (v == 6) return f(ad_kind<ad_mma<adm_cfg<128, 8, 3>>>());
     if (v == 7) return f(ad_kind<ad_mma<adm_cfg<128, 4, 4>>>());
+    if (v == 8) return f(ad_kind<ad_mma<adm_cfg<128, 4, 2>>>());
   }
 #define AD_GM(HD, GM)                                              \
   if (g <= GM) {                                                   \

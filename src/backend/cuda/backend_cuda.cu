@@ -356,7 +356,8 @@ static int cuda_prepare(wk_backend *b, const wk_model *m, const wk_backend_param
   // =nomerge: the group kernel with a combine launch; =postapart: the Q/K/V
   // epilogue as its own launch in decode too; =nocluster: the splits merged
   // by the last block through the counters, never in a cluster; =late: the
-  // next kernel launches only as decode attention ends; =group1: the session-3 decode
+  // next kernel launches only as decode attention ends; =mma4: the tensor-core
+  // kernel with 4 warps x 2 stages (variant 8); =group1: the session-3 decode
   // kernel (block-wide tiles); =fma: the session-5 one (warp tiles, f32
   // FMAs) instead of the tensor-core kernel (comparison).
   const char *ae = getenv("WICK_CUDA_ATTN");
@@ -368,7 +369,11 @@ static int cuda_prepare(wk_backend *b, const wk_model *m, const wk_backend_param
   // WICK_CUDA_ATTN_SPLITS=N: at most N key splits in decode attention (comparison).
   const char *sx = getenv("WICK_CUDA_ATTN_SPLITS");
   s->attn_splits_max = sx ? atoi(sx) : 0;
-  s->c.attn_variant = !ae ? 0 : !strcmp(ae, "group1") ? 1 : !strcmp(ae, "fma") ? 5 : 0;
+  s->c.attn_variant = !ae                     ? 0
+                      : !strcmp(ae, "group1") ? 1
+                      : !strcmp(ae, "fma")    ? 5
+                      : !strcmp(ae, "mma4")   ? 8
+                                              : 0;
   const char *fh = getenv("WICK_CUDA_FLASH_H");
   s->flash_h_off = fh && fh[0] == '0';
   s->skip = skip_env();

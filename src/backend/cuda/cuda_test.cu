@@ -308,6 +308,7 @@ static int attn_run(dev_bufs &b, const cuda_test_attn *a, const cu_attn_shape *s
 
 extern "C" int cuda_test_attn_clusters(const cuda_test_attn *a) {
   cu_ctx c = {};
+  c.attn_variant = a->variant > 0 ? a->variant : 0;
   static unsigned dummy;  // only its presence is asked: the kernel would merge itself
   c.attn_cnt = &dummy, c.attn_cnt_n = (size_t)1 << 30;
   cu_attn_shape s = {};

@@ -60,7 +60,7 @@ struct cu_ctx {
   int attn_variant;       // decode attention: 0 the tensor-core kernel where it serves the
                           // shape (else the warp-tile one); 1 the block-tile kernel of
                           // session 3; 5 the warp-tile kernel's pick (session 5); 2-4
-                          // and 6-7 tuning configurations (attn_decode.cu)
+                          // and 6-8 tuning configurations (attn_decode.cu)
 };
 // cu_ctx.mv_f32x: MV_INT8, x rounded to int8 per 32 values for the quantized
 // types (the streamed kernel for the types of mvs_cfg<T>::DEFAULT, else v5;
