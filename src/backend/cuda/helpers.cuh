@@ -124,35 +124,35 @@ static __device__ __forceinline__ void cp_wait() {
 }
 
 // kern<<<grid, block, smem, st>>>(args...), by programmatic dependent launch
-// when pdl is set (graph capture turns it into a programmatic edge).
-template <typename... P, typename... A>
-static inline cudaError_t cu_launch(bool pdl, cudaStream_t st, dim3 grid, dim3 block, size_t smem,
-                                    void (*kern)(P...), A... args) {
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = grid, cfg.blockDim = block, cfg.dynamicSmemBytes = smem, cfg.stream = st;
-  cudaLaunchAttribute at[1];
-  at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  at[0].val.programmaticStreamSerializationAllowed = 1;
-  cfg.attrs = at;
-  cfg.numAttrs = pdl ? 1 : 0;
-  return cudaLaunchKernelEx(&cfg, kern, args...);
-}
-// The same in thread-block clusters of cz blocks along z (cz > 1; the
-// kernel allows the size: cudaFuncAttributeNonPortableClusterSizeAllowed
-// above 8).
+// when pdl is set (graph capture turns it into a programmatic edge), in
+// thread-block clusters of cz blocks along z where cz > 1 (above 8 the
+// kernel must allow it: cudaFuncAttributeNonPortableClusterSizeAllowed).
+// cu_launch: no clusters.
 template <typename... P, typename... A>
 static inline cudaError_t cu_launch_cluster(bool pdl, cudaStream_t st, dim3 grid, dim3 block,
                                             size_t smem, int cz, void (*kern)(P...), A... args) {
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = grid, cfg.blockDim = block, cfg.dynamicSmemBytes = smem, cfg.stream = st;
   cudaLaunchAttribute at[2];
-  at[0].id = cudaLaunchAttributeClusterDimension;
-  at[0].val.clusterDim.x = 1, at[0].val.clusterDim.y = 1, at[0].val.clusterDim.z = cz;
-  at[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  at[1].val.programmaticStreamSerializationAllowed = 1;
+  int na = 0;
+  if (cz > 1) {
+    at[na].id = cudaLaunchAttributeClusterDimension;
+    at[na].val.clusterDim.x = 1, at[na].val.clusterDim.y = 1, at[na].val.clusterDim.z = cz;
+    na++;
+  }
+  if (pdl) {
+    at[na].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    at[na].val.programmaticStreamSerializationAllowed = 1;
+    na++;
+  }
   cfg.attrs = at;
-  cfg.numAttrs = pdl ? 2 : 1;
+  cfg.numAttrs = na;
   return cudaLaunchKernelEx(&cfg, kern, args...);
+}
+template <typename... P, typename... A>
+static inline cudaError_t cu_launch(bool pdl, cudaStream_t st, dim3 grid, dim3 block, size_t smem,
+                                    void (*kern)(P...), A... args) {
+  return cu_launch_cluster(pdl, st, grid, block, smem, 1, kern, args...);
 }
 
 // The gated unit's activation: 0 SiLU (SwiGLU), 1 GELU with tanh (GeGLU).
