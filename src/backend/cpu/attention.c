@@ -5,17 +5,22 @@
 // head. The item walks the KV blocks its tile can see once; per block it
 // scores every K row against all G * qt queries, updates each query's online
 // softmax (running max m, running sum l, accumulator acc rescaled when m
-// grows) and adds the V rows. Threads claim items from a shared counter, the
-// last tiles of each sequence (the longest) first. A decode batch with fewer
-// items than two per thread splits each item's KV blocks into parts whose
-// softmax states are merged at the end, so that all threads stream the cache.
+// grows) and adds the V rows. A token's queries go three at a time through
+// kernels that load each K and V row once for the three and keep twelve
+// independent accumulators (FMA chains), the rest one at a time; the sums are
+// the same either way. Threads claim items from a shared counter, the last
+// tiles of each sequence (the longest) first. A decode batch with fewer items
+// than two per thread splits each item's KV blocks into parts whose softmax
+// states are merged at the end, so that all threads stream the cache.
 //
 // The inner loops use 8-float GCC vector types (vec8.h); the item function is
-// compiled twice, for AVX2 + FMA and for the baseline, and chosen by
-// cpu_attn.avx2. exp is vec8.h's polynomial on the max-subtracted scores,
-// which are <= 0. An f16 cache (kv_f16, the fast path) has each block's rows
-// of the item's head converted to f32 in the thread's scratch (F16C) before
-// they are used: half the bytes streamed, the same arithmetic after.
+// compiled three times, for AVX2 + FMA, for AVX2 + FMA + F16C over an f16
+// cache and for the baseline, and chosen by cpu_attn.kv_f16 and .avx2. exp is
+// vec8.h's polynomial on the max-subtracted scores, which are <= 0. An f16
+// cache (kv_f16, the fast path: half the bytes streamed) has its rows
+// converted to f32 as the vector kernels load them (F16C), or, for head sizes
+// not a multiple of 8, each block's rows of the item's head converted in the
+// thread's scratch first: the same arithmetic after.
 #include <immintrin.h>
 #include <math.h>
 #include <stdatomic.h>
@@ -104,8 +109,8 @@ INL void scale_n(float *y, float c, int n) {
   for (; i < n; i++) y[i] *= c;
 }
 
-// r[j] = sum of the 8 lanes of a[j], for 8 vectors (a transpose-and-add).
-INL void hsum8x8(v8f *a, float *r) {
+// Lane j of *r: the sum of the 8 lanes of a[j] (a transpose-and-add).
+INL void hsum8x8(const v8f *a, v8f *r) {
   const v8i lo = {0, 2, 8, 10, 4, 6, 12, 14}, hi = {1, 3, 9, 11, 5, 7, 13, 15};
   v8f t[4];
   _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
@@ -116,30 +121,131 @@ INL void hsum8x8(v8f *a, float *r) {
   const v8f u1 = __builtin_shuffle(t[2], t[3], lo) + __builtin_shuffle(t[2], t[3], hi);
   // u0: rows 0..3 in lanes 0..3 (low half) and 4..7 (high half) of the sums; same for u1.
   const v8i lanes_lo = {0, 1, 2, 3, 8, 9, 10, 11}, lanes_hi = {4, 5, 6, 7, 12, 13, 14, 15};
-  *(v8fu *)r = __builtin_shuffle(u0, u1, lanes_lo) + __builtin_shuffle(u0, u1, lanes_hi);
+  *r = __builtin_shuffle(u0, u1, lanes_lo) + __builtin_shuffle(u0, u1, lanes_hi);
 }
 
-// S[j] = dot(q, k row j) * scale for j < nj (rows ks apart), hd a multiple of 8.
-INL void scores8(const float *q, const float *k, size_t ks, int nj, int hd, float scale,
-                 float *S) {
+// *a = the lane-wise larger of *a and b
+INL void max8(v8f *a, const v8f *b) {
+  const v8i gt = *b > *a;
+  *a = (v8f)(((v8i)*b & gt) | ((v8i)*a & ~gt));
+}
+
+// The largest lane of *p, in registers (no trip through memory).
+INL float hmax8(const v8f *p) {
+  v8f a = *p, t = __builtin_shuffle(a, (v8i){4, 5, 6, 7, 0, 1, 2, 3});
+  max8(&a, &t);
+  t = __builtin_shuffle(a, (v8i){2, 3, 0, 1, 6, 7, 4, 5});
+  max8(&a, &t);
+  t = __builtin_shuffle(a, (v8i){1, 0, 3, 2, 5, 4, 7, 6});
+  max8(&a, &t);
+  return a[0];
+}
+
+typedef short v8h __attribute__((vector_size(16), aligned(2), may_alias));  // 8 halves
+
+// *x = 8 floats at element i of rows p: f32, or f16 converted (F16C; only in
+// the item compiled for it, h16 a constant everywhere, so that the other
+// items never hold the 32-byte builtin whose ABI -Wpsabi warns about).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpsabi"
+INL void load8(v8f *x, const void *p, size_t i, bool h16) {
+  if (h16) *x = __builtin_ia32_vcvtph2ps256(*(const v8h *)((const uint16_t *)p + i));
+  else *x = *(const v8fu *)((const float *)p + i);
+}
+#pragma GCC diagnostic pop
+
+// A query's scores of a block's K rows j < nj (rows ks apart), hd a multiple
+// of 8: S[j] = dot(q, k row j) * scale, softcapped, -inf outside the visible
+// rows [vlo, vhi] and up to the next multiple of 8. Returns their largest.
+INL float scores8(const float *q, const void *k, size_t ks, bool h16, int nj, int hd,
+                  float scale, float softcap, int vlo, int vhi, float *S) {
+  const v8i lane = {0, 1, 2, 3, 4, 5, 6, 7};
+  v8f mx = SPL(-INFINITY);
   for (int j0 = 0; j0 < nj; j0 += 8) {
-    const float *kr[8];
-    UNROLL8 for (int j = 0; j < 8; j++) kr[j] = k + (size_t)(j0 + j < nj ? j0 + j : j0) * ks;
+    size_t kr[8];  // elements of k
+    UNROLL8 for (int j = 0; j < 8; j++) kr[j] = (size_t)(j0 + j < nj ? j0 + j : j0) * ks;
     v8f a[8];
     UNROLL8 for (int j = 0; j < 8; j++) a[j] = SPL(0.0f);
     for (int d = 0; d < hd; d += 8) {
       const v8f qv = *(const v8fu *)(q + d);
-      UNROLL8 for (int j = 0; j < 8; j++) a[j] += qv * *(const v8fu *)(kr[j] + d);
+      UNROLL8 for (int j = 0; j < 8; j++) {
+        v8f kv;
+        load8(&kv, k, kr[j] + d, h16);
+        a[j] += qv * kv;
+      }
     }
-    float r[8];
-    hsum8x8(a, r);
-    for (int j = 0; j < 8 && j0 + j < nj; j++) S[j0 + j] = r[j] * scale;
+    v8f r;
+    hsum8x8(a, &r);
+    r *= SPL(scale);
+    if (softcap > 0)
+      for (int j = 0; j < 8; j++) r[j] = softcap * tanhf(r[j] / softcap);
+    const v8i jj = lane + j0, vis = (jj >= vlo) & (jj <= vhi);
+    r = (v8f)(((v8i)r & vis) | ((v8i)SPL(-INFINITY) & ~vis));
+    *(v8fu *)(S + j0) = r;
+    max8(&mx, &r);
   }
+  return hmax8(&mx);
+}
+
+// scores8 for three queries at once (q0 and the two after it, hd apart; S0
+// and the two rows after it, ss apart; their largest to bm[3]), four K rows a
+// step: each K row is loaded (h16: and converted) once for the three, and the
+// twelve accumulators give the FMAs independent chains.
+INL void scores8x3(const float *q0, const void *k, size_t ks, bool h16, int nj, int hd,
+                   float scale, float softcap, int vlo, int vhi, float *S0, int ss, float *bm) {
+  const v8i lane = {0, 1, 2, 3, 0, 1, 2, 3};
+  const float *q1 = q0 + hd, *q2 = q1 + hd;
+  float *S1 = S0 + ss, *S2 = S1 + ss;
+  v8f mx01 = SPL(-INFINITY), mx2 = SPL(-INFINITY);
+  int j0 = 0;
+  for (; j0 < nj; j0 += 4) {
+    size_t kr[4];  // elements of k
+    _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++)
+      kr[j] = (size_t)(j0 + j < nj ? j0 + j : j0) * ks;
+    v8f a[12];
+    _Pragma("GCC unroll 12") for (int c = 0; c < 12; c++) a[c] = SPL(0.0f);
+    for (int d = 0; d < hd; d += 8) {
+      const v8f x0 = *(const v8fu *)(q0 + d), x1 = *(const v8fu *)(q1 + d);
+      const v8f x2 = *(const v8fu *)(q2 + d);
+      _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++) {
+        v8f kv;
+        load8(&kv, k, kr[j] + d, h16);
+        a[j] += x0 * kv, a[4 + j] += x1 * kv, a[8 + j] += x2 * kv;
+      }
+    }
+    // r01: the four scores of q0, then of q1; r2: those of q2, twice.
+    v8f r01, r2, a2[8] = {a[8], a[9], a[10], a[11], a[8], a[9], a[10], a[11]};
+    hsum8x8(a, &r01);
+    hsum8x8(a2, &r2);
+    r01 *= SPL(scale), r2 *= SPL(scale);
+    if (softcap > 0)
+      for (int j = 0; j < 8; j++)
+        r01[j] = softcap * tanhf(r01[j] / softcap), r2[j] = softcap * tanhf(r2[j] / softcap);
+    const v8i jj = lane + j0, vis = (jj >= vlo) & (jj <= vhi);
+    r01 = (v8f)(((v8i)r01 & vis) | ((v8i)SPL(-INFINITY) & ~vis));
+    r2 = (v8f)(((v8i)r2 & vis) | ((v8i)SPL(-INFINITY) & ~vis));
+    memcpy(S0 + j0, &r01, 4 * sizeof(float));
+    memcpy(S1 + j0, (const float *)&r01 + 4, 4 * sizeof(float));
+    memcpy(S2 + j0, &r2, 4 * sizeof(float));
+    max8(&mx01, &r01);
+    max8(&mx2, &r2);
+  }
+  if (j0 & 4)  // -inf up to the next multiple of 8
+    for (int j = 0; j < 4; j++) S0[j0 + j] = S1[j0 + j] = S2[j0 + j] = -INFINITY;
+  // The largest of lanes 0..3 and of lanes 4..7 (q0's and q1's; q2's twice).
+  _Pragma("GCC unroll 2") for (int step = 0; step < 2; step++) {
+    const v8i sw = step ? (v8i){1, 0, 3, 2, 5, 4, 7, 6} : (v8i){2, 3, 0, 1, 6, 7, 4, 5};
+    v8f t = __builtin_shuffle(mx01, sw);
+    max8(&mx01, &t);
+    t = __builtin_shuffle(mx2, sw);
+    max8(&mx2, &t);
+  }
+  bm[0] = mx01[0], bm[1] = mx01[4], bm[2] = mx2[0];
 }
 
 // acc += sum_j w[j] * (v row j) for j < nj (rows vs apart), hd a multiple of 8;
 // 64 dims at a time stay in registers.
-INL void pv8(float *acc, const float *w, const float *v, size_t vs, int nj, int hd) {
+INL void pv8(float *acc, const float *w, const void *v, size_t vs, bool h16, int nj, int hd) {
   int d0 = 0;
   for (; d0 + 64 <= hd; d0 += 64) {
     v8f a[8];
@@ -147,32 +253,66 @@ INL void pv8(float *acc, const float *w, const float *v, size_t vs, int nj, int 
     for (int j = 0; j < nj; j++) {
       if (w[j] == 0) continue;
       const v8f wv = SPL(w[j]);
-      const float *vr = v + (size_t)j * vs + d0;
-      UNROLL8 for (int c = 0; c < 8; c++) a[c] += wv * *(const v8fu *)(vr + 8 * c);
+      const size_t vr = (size_t)j * vs + d0;  // elements of v
+      UNROLL8 for (int c = 0; c < 8; c++) {
+        v8f x;
+        load8(&x, v, vr + 8 * c, h16);
+        a[c] += wv * x;
+      }
     }
     UNROLL8 for (int c = 0; c < 8; c++) *(v8fu *)(acc + d0 + 8 * c) = a[c];
   }
-  for (; d0 < hd; d0 += 64) {  // the last hd % 64 dims
-    const int nd = (hd - d0) / 8;
-    v8f a[8];
-    for (int c = 0; c < nd; c++) a[c] = *(v8fu *)(acc + d0 + 8 * c);
+  for (; d0 < hd; d0 += 8) {  // the last hd % 64 dims
+    v8f a = *(v8fu *)(acc + d0);
     for (int j = 0; j < nj; j++) {
       if (w[j] == 0) continue;
-      const v8f wv = SPL(w[j]);
-      const float *vr = v + (size_t)j * vs + d0;
-      for (int c = 0; c < nd; c++) a[c] += wv * *(const v8fu *)(vr + 8 * c);
+      v8f x;
+      load8(&x, v, (size_t)j * vs + d0, h16);
+      a += SPL(w[j]) * x;
     }
-    for (int c = 0; c < nd; c++) *(v8fu *)(acc + d0 + 8 * c) = a[c];
+    *(v8fu *)(acc + d0) = a;
   }
 }
 
-// Folds one block's scores S[0..nj) of a query (already masked with -inf and
-// padded to `ss` with -inf) into its softmax state; S becomes the weights.
-INL void softmax_step(float *S, int nj, int ss, float *m, float *l, float *acc, int hd) {
-  float bm = -INFINITY;
-  for (int j = 0; j < nj; j++) bm = S[j] > bm ? S[j] : bm;
+// pv8 for three queries at once (accumulators ac[g], weights w[g]) over the
+// rows j in [j0, j1]: each V row is loaded once for the three, and the twelve
+// accumulators of 32 dims give the FMAs independent chains.
+INL void pv8x3(float *const *ac, const float *const *w, const void *v, size_t vs, bool h16,
+               int j0, int j1, int hd) {
+  int d0 = 0;
+  for (; d0 + 32 <= hd; d0 += 32) {
+    v8f a[12];
+    _Pragma("GCC unroll 12") for (int c = 0; c < 12; c++)
+      a[c] = *(v8fu *)(ac[c / 4] + d0 + 8 * (c % 4));
+    size_t vr = (size_t)j0 * vs + d0;  // elements of v
+    for (int j = j0; j <= j1; j++, vr += vs) {
+      const v8f w0 = SPL(w[0][j]), w1 = SPL(w[1][j]), w2 = SPL(w[2][j]);
+      _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) {
+        v8f x;
+        load8(&x, v, vr + 8 * c, h16);
+        a[c] += w0 * x, a[4 + c] += w1 * x, a[8 + c] += w2 * x;
+      }
+    }
+    _Pragma("GCC unroll 12") for (int c = 0; c < 12; c++)
+      *(v8fu *)(ac[c / 4] + d0 + 8 * (c % 4)) = a[c];
+  }
+  for (; d0 < hd; d0 += 8) {  // the last hd % 32 dims
+    v8f a0 = *(v8fu *)(ac[0] + d0), a1 = *(v8fu *)(ac[1] + d0), a2 = *(v8fu *)(ac[2] + d0);
+    for (int j = j0; j <= j1; j++) {
+      v8f x;
+      load8(&x, v, (size_t)j * vs + d0, h16);
+      a0 += SPL(w[0][j]) * x, a1 += SPL(w[1][j]) * x, a2 += SPL(w[2][j]) * x;
+    }
+    *(v8fu *)(ac[0] + d0) = a0, *(v8fu *)(ac[1] + d0) = a1, *(v8fu *)(ac[2] + d0) = a2;
+  }
+}
+
+// Folds one block's scores S[0..n8) of a query, n8 a multiple of 8, masked
+// and padded with -inf, their largest bm, into its softmax state; S becomes
+// the weights.
+INL void softmax_step(float *S, int n8, float bm, float *m, float *l, float *acc, int hd) {
   if (bm == -INFINITY) {  // nothing visible in this block
-    memset(S, 0, (size_t)nj * sizeof *S);
+    memset(S, 0, (size_t)n8 * sizeof *S);
     return;
   }
   const float mn = *m > bm ? *m : bm;
@@ -184,7 +324,7 @@ INL void softmax_step(float *S, int nj, int ss, float *m, float *l, float *acc, 
   }
   const v8f mv = SPL(mn);
   v8f sum = SPL(0.0f);
-  for (int j = 0; j < ss; j += 8) {
+  for (int j = 0; j < n8; j += 8) {
     *(v8fu *)(S + j) = *(v8fu *)(S + j) - mv;
     vec8_exp_nonpos(S + j);
     sum += *(v8fu *)(S + j);
@@ -197,7 +337,7 @@ INL void softmax_step(float *S, int nj, int ss, float *m, float *l, float *acc, 
 // part, the unnormalized state (m[nq], l[nq], acc[nq][hd]) goes there for
 // merge_parts instead of the result to a->out.
 INL void attend_item(const cpu_attn *a, int si, int t0, int nt, int h, int bf, int bl,
-                     float *scratch, float *part) {
+                     float *scratch, float *part, bool h16) {
   const int G = a->n_heads / a->n_kv_heads, hd = a->head_dim, bs = a->block_size;
   const int nq = G * nt, ss = score_stride(bs);
   const bool vec = hd % 8 == 0;
@@ -216,42 +356,71 @@ INL void attend_item(const cpu_attn *a, int si, int t0, int nt, int h, int bf, i
   for (int b = bf; b <= bl; b++) {
     const int j0 = b * bs > lo ? b * bs : lo;
     const int j1 = b * bs + bs - 1 < p1 ? b * bs + bs - 1 : p1;
-    const int nj = j1 - j0 + 1;
+    const int nj = j1 - j0 + 1, n8 = (nj + 7) & ~7;
     const size_t base = ((size_t)s->blocks[b] * bs + (size_t)(j0 - b * bs)) * kv_dim +
                         (size_t)h * hd;
-    const float *kb, *vb;
-    size_t rs = kv_dim;  // floats from one row to the next
-    if (a->kv_f16) {
+    if (!a->kv_f16 && b < bl) {
+      // The next block's f32 K rows of head h, ahead of their use: from
+      // memory the three-query scores (four rows a step) wait on them
+      // otherwise. f16 rows gain nothing from it.
+      const float *kn = (const float *)a->k_cache + (size_t)s->blocks[b + 1] * bs * kv_dim +
+                        (size_t)h * hd;
+      for (int j = 0; j < bs; j++)
+        for (int o = 0; o < hd + 15; o += 16) __builtin_prefetch(kn + (size_t)j * kv_dim + o);
+    }
+    // The block's K and V rows of head h, rs elements apart: f16 ones read in
+    // place by the vector kernels of the f16 item (h16), else f32 ones.
+    const void *kb = (const float *)a->k_cache + base, *vb = (const float *)a->v_cache + base;
+    size_t rs = kv_dim;
+    const bool in_place = h16 && vec;
+    if (in_place) {
+      kb = (const uint16_t *)a->k_cache + base, vb = (const uint16_t *)a->v_cache + base;
+    } else if (a->kv_f16) {
       rows_f16_f32(kbuf, (const uint16_t *)a->k_cache + base, nj, hd, kv_dim);
       rows_f16_f32(vbuf, (const uint16_t *)a->v_cache + base, nj, hd, kv_dim);
       kb = kbuf, vb = vbuf, rs = (size_t)hd;
-    } else {
-      kb = (const float *)a->k_cache + base, vb = (const float *)a->v_cache + base;
     }
-    for (int i = 0; i < nq; i++) {
-      float *Si = S + (size_t)i * ss;
-      const int p = p0 + i / G, qlo = a->window > 0 ? p - a->window + 1 : 0;
-      if (j0 > p || j1 < qlo) {  // nothing visible to this query
-        memset(Si, 0, (size_t)nj * sizeof *Si);
+    for (int i = 0, t = 0; t < nt; t++) {
+      const int p = p0 + t, qlo = a->window > 0 ? p - a->window + 1 : 0;
+      // Rows [vlo, vhi] of the block are visible to token t0 + t.
+      const int vlo = qlo - j0, vhi = p - j0 < nj - 1 ? p - j0 : nj - 1;
+      if (vhi < 0 || vlo > vhi) {  // nothing visible to the token's queries
+        i += G;
         continue;
       }
-      if (vec) {
-        scores8(QROW(i), kb, rs, nj, hd, a->scale, Si);
-      } else {
-        for (int j = 0; j < nj; j++)
-          Si[j] = dot_n(QROW(i), kb + (size_t)j * rs, hd) * a->scale;
-      }
-      if (a->softcap > 0)
-        for (int j = 0; j < nj; j++) Si[j] = a->softcap * tanhf(Si[j] / a->softcap);
-      for (int j = 0; j < nj; j++)
-        if (j0 + j > p || j0 + j < qlo) Si[j] = -INFINITY;
-      for (int j = nj; j < ss; j++) Si[j] = -INFINITY;
-      softmax_step(Si, nj, ss, &m[i], &l[i], acc + (size_t)i * hd, hd);
-      if (vec) {
-        pv8(acc + (size_t)i * hd, Si, vb, rs, nj, hd);
-      } else {
-        for (int j = 0; j < nj; j++)
-          if (Si[j] != 0) axpy_n(acc + (size_t)i * hd, Si[j], vb + (size_t)j * rs, hd);
+      const float *qt = a->q + ((size_t)(t0 + t) * (size_t)a->n_heads + (size_t)h * G) * hd;
+      for (int g = 0; g < G; g++, i++) {
+        float *Si = S + (size_t)i * ss, *ai = acc + (size_t)i * hd;
+        const float *qi = qt + (size_t)g * hd;
+        if (vec && g + 3 <= G) {  // three queries of the token at once
+          float bm[3];
+          scores8x3(qi, kb, rs, in_place, nj, hd, a->scale, a->softcap, vlo, vhi, Si, ss, bm);
+          for (int u = 0; u < 3; u++)
+            softmax_step(Si + u * ss, n8, bm[u], &m[i + u], &l[i + u], ai + u * hd, hd);
+          float *const ac3[3] = {ai, ai + hd, ai + 2 * hd};
+          const float *const w3[3] = {Si, Si + ss, Si + 2 * ss};
+          // Outside [vlo, vhi] the weights are 0 (and the rows skipped).
+          pv8x3(ac3, w3, vb, rs, in_place, vlo > 0 ? vlo : 0, vhi, hd);
+          g += 2, i += 2;
+        } else if (vec) {
+          const float bm =
+              scores8(qi, kb, rs, in_place, nj, hd, a->scale, a->softcap, vlo, vhi, Si);
+          softmax_step(Si, n8, bm, &m[i], &l[i], ai, hd);
+          pv8(ai, Si, vb, rs, in_place, nj, hd);
+        } else {
+          float bm = -INFINITY;
+          for (int j = 0; j < ss; j++) {
+            float sc = -INFINITY;
+            if (j >= vlo && j <= vhi) {
+              sc = dot_n(qi, (const float *)kb + (size_t)j * rs, hd) * a->scale;
+              if (a->softcap > 0) sc = a->softcap * tanhf(sc / a->softcap);
+            }
+            Si[j] = sc, bm = sc > bm ? sc : bm;
+          }
+          softmax_step(Si, ss, bm, &m[i], &l[i], ai, hd);
+          for (int j = 0; j < nj; j++)
+            if (Si[j] != 0) axpy_n(ai, Si[j], (const float *)vb + (size_t)j * rs, hd);
+        }
       }
     }
   }
@@ -273,12 +442,20 @@ INL void attend_item(const cpu_attn *a, int si, int t0, int nt, int h, int bf, i
 
 VEC8_AVX2 static void item_avx2(const cpu_attn *a, int si, int t0, int nt, int h, int bf,
                                 int bl, float *scratch, float *part) {
-  attend_item(a, si, t0, nt, h, bf, bl, scratch, part);
+  attend_item(a, si, t0, nt, h, bf, bl, scratch, part, false);
+}
+
+// f16 K and V (AVX2 machines only), converted as the vector kernels load them.
+__attribute__((target("avx2,fma,f16c"))) static void item_f16(const cpu_attn *a, int si,
+                                                              int t0, int nt, int h, int bf,
+                                                              int bl, float *scratch,
+                                                              float *part) {
+  attend_item(a, si, t0, nt, h, bf, bl, scratch, part, true);
 }
 
 static void item_base(const cpu_attn *a, int si, int t0, int nt, int h, int bf, int bl,
                       float *scratch, float *part) {
-  attend_item(a, si, t0, nt, h, bf, bl, scratch, part);
+  attend_item(a, si, t0, nt, h, bf, bl, scratch, part, false);
 }
 
 typedef struct att_job {
@@ -318,7 +495,8 @@ static void att_run(void *ctx, int ith, int nth) {
       bl = b0 + (int)((long)nb * (sp + 1) / j->ns) - 1;
       part = a->partial + (size_t)cs * split_part(a);
     }
-    if (a->avx2) item_avx2(a, si, t0, nt, h, bf, bl, scratch, part);
+    if (a->kv_f16) item_f16(a, si, t0, nt, h, bf, bl, scratch, part);
+    else if (a->avx2) item_avx2(a, si, t0, nt, h, bf, bl, scratch, part);
     else item_base(a, si, t0, nt, h, bf, bl, scratch, part);
   }
 }
