@@ -254,18 +254,22 @@ static bool ad_in_clusters(const cu_ctx *c, const cu_attn_shape *a, int n, int s
       return known[i].nc >= need;
   int nc = 0;
   auto kern = K::kern();
-  if (ad_opt_smem<K>() == cudaSuccess &&
-      (splits <= 8 ||
-       cudaFuncSetAttribute(kern, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) == cudaSuccess)) {
+  cudaError_t e = ad_opt_smem<K>();
+  if (e == cudaSuccess && splits > 8)
+    e = cudaFuncSetAttribute(kern, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+  if (e == cudaSuccess) {
     cudaLaunchConfig_t cfg = {};
     cudaLaunchAttribute at[1];
     at[0].id = cudaLaunchAttributeClusterDimension;
     at[0].val.clusterDim.x = 1, at[0].val.clusterDim.y = 1, at[0].val.clusterDim.z = splits;
     cfg.gridDim = dim3(a->n_kv_heads, n, splits), cfg.blockDim = dim3(K::THREADS);
     cfg.dynamicSmemBytes = smem, cfg.attrs = at, cfg.numAttrs = 1;
-    if (cudaOccupancyMaxActiveClusters(&nc, kern, &cfg) != cudaSuccess) nc = 0;
+    e = cudaOccupancyMaxActiveClusters(&nc, kern, &cfg);
   }
-  cudaGetLastError();  // a refused size is an answer, not a sticky error
+  if (e != cudaSuccess) {  // a refused size is an answer, not an error to keep
+    nc = 0;
+    cudaGetLastError();
+  }
   if (n_known < NKNOWN) known[n_known++] = {dev, splits, nc, smem};
   return nc >= need;
 }
