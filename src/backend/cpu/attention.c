@@ -8,14 +8,18 @@
 // grows) and adds the V rows. A token's queries go three at a time through
 // kernels that load each K and V row once for the three and keep twelve
 // independent accumulators (FMA chains), the rest one at a time; the sums are
-// the same either way. Threads claim items from a shared counter, the last
+// the same either way. The three's softmax steps run interleaved, and a whole
+// block of 16 rows visible to all three (decode's usual case, no softcap)
+// goes through a copy of the kernels with those sizes as constants, which
+// masks nothing. Threads claim items from a shared counter, the last
 // tiles of each sequence (the longest) first. A decode batch with fewer items
 // than two per thread splits each item's KV blocks into parts whose softmax
 // states are merged at the end, so that all threads stream the cache.
 //
 // The inner loops use 8-float GCC vector types (vec8.h); the item function is
 // compiled three times, for AVX2 + FMA, for AVX2 + FMA + F16C over an f16
-// cache and for the baseline, and chosen by cpu_attn.kv_f16 and .avx2. exp is
+// cache (twice: head size 64 as a constant, and any) and for the baseline,
+// and chosen by cpu_attn.kv_f16 and .avx2. exp is
 // vec8.h's polynomial on the max-subtracted scores, which are <= 0. An f16
 // cache (kv_f16, the fast path: half the bytes streamed) has its rows
 // converted to f32 as the vector kernels load them (F16C), or, for head sizes
@@ -197,6 +201,7 @@ INL void scores8x3(const float *q0, const void *k, size_t ks, bool h16, int nj, 
   const float *q1 = q0 + hd, *q2 = q1 + hd;
   float *S1 = S0 + ss, *S2 = S1 + ss;
   v8f mx01 = SPL(-INFINITY), mx2 = SPL(-INFINITY);
+  const bool all = vlo <= 0 && vhi >= nj - 1 && nj % 4 == 0;  // no row to mask
   int j0 = 0;
   for (; j0 < nj; j0 += 4) {
     size_t kr[4];  // elements of k
@@ -221,9 +226,11 @@ INL void scores8x3(const float *q0, const void *k, size_t ks, bool h16, int nj, 
     if (softcap > 0)
       for (int j = 0; j < 8; j++)
         r01[j] = softcap * tanhf(r01[j] / softcap), r2[j] = softcap * tanhf(r2[j] / softcap);
-    const v8i jj = lane + j0, vis = (jj >= vlo) & (jj <= vhi);
-    r01 = (v8f)(((v8i)r01 & vis) | ((v8i)SPL(-INFINITY) & ~vis));
-    r2 = (v8f)(((v8i)r2 & vis) | ((v8i)SPL(-INFINITY) & ~vis));
+    if (!all) {
+      const v8i jj = lane + j0, vis = (jj >= vlo) & (jj <= vhi);
+      r01 = (v8f)(((v8i)r01 & vis) | ((v8i)SPL(-INFINITY) & ~vis));
+      r2 = (v8f)(((v8i)r2 & vis) | ((v8i)SPL(-INFINITY) & ~vis));
+    }
     memcpy(S0 + j0, &r01, 4 * sizeof(float));
     memcpy(S1 + j0, (const float *)&r01 + 4, 4 * sizeof(float));
     memcpy(S2 + j0, &r2, 4 * sizeof(float));
@@ -332,13 +339,55 @@ INL void softmax_step(float *S, int n8, float bm, float *m, float *l, float *acc
   *l += vec8_hsum(sum);
 }
 
+// softmax_step for three queries at once (S0 and the two score rows after it,
+// ss apart; m[0..3), l[0..3); acc rows hd apart), their exps interleaved so
+// that the polynomial's latency overlaps; the same arithmetic. A query with
+// nothing visible (bm -inf) keeps its state and gets weights 0 all the same:
+// the exp of -inf, or of the NaN of -inf - -inf, is 0 here.
+INL void softmax_step3(float *S0, int ss, int n8, const float *bm, float *m, float *l,
+                       float *acc, int hd) {
+  v8f mv[3], sum[3];
+  for (int u = 0; u < 3; u++) {
+    if (bm[u] > m[u]) {
+      const float corr = expf(m[u] - bm[u]);  // 0 when m is -inf
+      l[u] *= corr;
+      scale_n(acc + (size_t)u * hd, corr, hd);
+      m[u] = bm[u];
+    }
+    mv[u] = SPL(m[u]), sum[u] = SPL(0.0f);
+  }
+  for (int j = 0; j < n8; j += 8)
+    _Pragma("GCC unroll 3") for (int u = 0; u < 3; u++) {
+      float *p = S0 + (size_t)u * ss + j;
+      *(v8fu *)p = *(v8fu *)p - mv[u];
+      vec8_exp_nonpos(p);
+      sum[u] += *(v8fu *)p;
+    }
+  for (int u = 0; u < 3; u++) l[u] += vec8_hsum(sum[u]);
+}
+
+// Three queries of a token (q0 and the two after it, hd apart) over a block's
+// rows j < nj, rows [vlo, vhi] of them visible (vlo >= 0): scores, softmax
+// steps and the V rows.
+INL void block3(const float *q0, const void *kb, const void *vb, size_t rs, bool h16, int nj,
+                int hd, float scale, float softcap, int vlo, int vhi, float *S0, int ss,
+                float *m, float *l, float *acc) {
+  float bm[3];
+  scores8x3(q0, kb, rs, h16, nj, hd, scale, softcap, vlo, vhi, S0, ss, bm);
+  softmax_step3(S0, ss, (nj + 7) & ~7, bm, m, l, acc, hd);
+  float *const ac3[3] = {acc, acc + hd, acc + 2 * hd};
+  const float *const w3[3] = {S0, S0 + ss, S0 + 2 * ss};
+  // Outside [vlo, vhi] the weights are 0 (and the rows skipped).
+  pv8x3(ac3, w3, vb, rs, h16, vlo, vhi, hd);
+}
+
 // One work item: tokens [t0, t0 + nt) of sequence si, KV head h, over the KV
 // blocks [bf, bl] of the ones visible to the tile (bf < 0: all of them). With
 // part, the unnormalized state (m[nq], l[nq], acc[nq][hd]) goes there for
 // merge_parts instead of the result to a->out.
 INL void attend_item(const cpu_attn *a, int si, int t0, int nt, int h, int bf, int bl,
-                     float *scratch, float *part, bool h16) {
-  const int G = a->n_heads / a->n_kv_heads, hd = a->head_dim, bs = a->block_size;
+                     float *scratch, float *part, bool h16, int hd) {
+  const int G = a->n_heads / a->n_kv_heads, bs = a->block_size;
   const int nq = G * nt, ss = score_stride(bs);
   const bool vec = hd % 8 == 0;
   const size_t kv_dim = (size_t)a->n_kv_heads * (size_t)hd;
@@ -393,14 +442,14 @@ INL void attend_item(const cpu_attn *a, int si, int t0, int nt, int h, int bf, i
         float *Si = S + (size_t)i * ss, *ai = acc + (size_t)i * hd;
         const float *qi = qt + (size_t)g * hd;
         if (vec && g + 3 <= G) {  // three queries of the token at once
-          float bm[3];
-          scores8x3(qi, kb, rs, in_place, nj, hd, a->scale, a->softcap, vlo, vhi, Si, ss, bm);
-          for (int u = 0; u < 3; u++)
-            softmax_step(Si + u * ss, n8, bm[u], &m[i + u], &l[i + u], ai + u * hd, hd);
-          float *const ac3[3] = {ai, ai + hd, ai + 2 * hd};
-          const float *const w3[3] = {Si, Si + ss, Si + 2 * ss};
-          // Outside [vlo, vhi] the weights are 0 (and the rows skipped).
-          pv8x3(ac3, w3, vb, rs, in_place, vlo > 0 ? vlo : 0, vhi, hd);
+          // A whole block of 16 rows, all visible, no softcap (decode's
+          // usual case) with these as constants: no masking code.
+          if (nj == 16 && vlo <= 0 && vhi == 15 && !(a->softcap > 0))
+            block3(qi, kb, vb, rs, in_place, 16, hd, a->scale, 0.0f, 0, 15, Si, ss, &m[i], &l[i],
+                   ai);
+          else
+            block3(qi, kb, vb, rs, in_place, nj, hd, a->scale, a->softcap, vlo > 0 ? vlo : 0,
+                   vhi, Si, ss, &m[i], &l[i], ai);
           g += 2, i += 2;
         } else if (vec) {
           const float bm =
@@ -442,7 +491,7 @@ INL void attend_item(const cpu_attn *a, int si, int t0, int nt, int h, int bf, i
 
 VEC8_AVX2 static void item_avx2(const cpu_attn *a, int si, int t0, int nt, int h, int bf,
                                 int bl, float *scratch, float *part) {
-  attend_item(a, si, t0, nt, h, bf, bl, scratch, part, false);
+  attend_item(a, si, t0, nt, h, bf, bl, scratch, part, false, a->head_dim);
 }
 
 // f16 K and V (AVX2 machines only), converted as the vector kernels load them.
@@ -450,12 +499,13 @@ __attribute__((target("avx2,fma,f16c"))) static void item_f16(const cpu_attn *a,
                                                               int t0, int nt, int h, int bf,
                                                               int bl, float *scratch,
                                                               float *part) {
-  attend_item(a, si, t0, nt, h, bf, bl, scratch, part, true);
+  if (a->head_dim == 64) attend_item(a, si, t0, nt, h, bf, bl, scratch, part, true, 64);
+  else attend_item(a, si, t0, nt, h, bf, bl, scratch, part, true, a->head_dim);
 }
 
 static void item_base(const cpu_attn *a, int si, int t0, int nt, int h, int bf, int bl,
                       float *scratch, float *part) {
-  attend_item(a, si, t0, nt, h, bf, bl, scratch, part, false);
+  attend_item(a, si, t0, nt, h, bf, bl, scratch, part, false, a->head_dim);
 }
 
 typedef struct att_job {
