@@ -69,7 +69,7 @@ __global__ void __launch_bounds__(AD_THREADS)
   // from the kernels just before. With raw K/V (one new token a sequence,
   // its row finished here) the first tiles are fetched before waiting for
   // them; otherwise everything waits.
-  if (!raw.k) ad_pdl_wait(a);
+  if (!raw.k) pdl_wait();
   const ad_blk B = ad_block(a, m, splits, raw.k != NULL);  // B.own: it finishes the new key
   const int kvh = B.kvh, t = B.t, p = B.p, k0 = B.k0, k1 = B.k1;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;

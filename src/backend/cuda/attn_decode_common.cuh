@@ -67,13 +67,6 @@ static __device__ __forceinline__ ad_blk ad_block(const cu_attn_shape &a, const 
   return b;
 }
 
-// pdl_wait, but with a.pdl_late the next kernel may launch only as this
-// one ends (its blocks do not start beside the merging blocks).
-static __device__ __forceinline__ void ad_pdl_wait(const cu_attn_shape &a) {
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-  if (!a.pdl_late) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-}
-
 // Keys kb .. kb + nr - 1 of the block's kv head into the K and V stages
 // ks, vs (rows of ROW halves) by cp.async, 16 bytes a copy, copy i, i + n,
 // ... by the caller's thread i of n; rows at or past k1, and the new key's
@@ -114,7 +107,7 @@ static __device__ __forceinline__ void ad_prologue(const cu_attn_shape &a, const
                                                    int p, bool own, float2 *cs, float *sq,
                                                    float *kn, float *vn) {
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, nkv = a.n_kv_heads;
-  if (raw.k) ad_pdl_wait(a);
+  if (raw.k) pdl_wait();
   const float *qg = q + ((size_t)t * a.n_heads + (size_t)kvh * G) * HD;
   if (raw.k) {
     rope_table(cs, a, p, tid, NT);

@@ -70,7 +70,7 @@ __global__ void __launch_bounds__(C::THREADS, 1)
   // this forward call.
   ad_stamp_ns(0);
   ad_stamp(1);
-  if (!raw.k) ad_pdl_wait(a);
+  if (!raw.k) pdl_wait();
   const ad_blk B = ad_block(a, m, splits, raw.k != NULL);  // B.own: it finishes the new key
   ad_stamp(2);
   const int kvh = B.kvh, t = B.t, p = B.p, k0 = B.k0, k1 = B.k1;

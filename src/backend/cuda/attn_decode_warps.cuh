@@ -73,7 +73,7 @@ __global__ void __launch_bounds__(C::THREADS, C::MIN_BLOCKS)
   float *sm = vn + HD, *sl = sm + GM;                      // [GM] merged max and sum
   // Early fetch as in the block-tile kernel: with raw K/V every row but the new
   // key's was written before this forward call.
-  if (!raw.k) ad_pdl_wait(a);
+  if (!raw.k) pdl_wait();
   const ad_blk B = ad_block(a, m, splits, raw.k != NULL);  // B.own: it finishes the new key
   const int kvh = B.kvh, t = B.t, p = B.p, k0 = B.k0, k1 = B.k1;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;

@@ -84,7 +84,6 @@ struct cu_state {
   int sms;      // multiprocessors of the device
   int attn_blocks_per_token;  // split attention's blocks a token and split (kv or query heads)
   int attn_per_sm;            // and of those an SM (cu_attn_decode_per_sm)
-  int attn_late;              // 1: decode attention lets the next kernel launch at its end
   int attn_splits_max;        // > 0: at most this many key splits (comparison)
   cudaGraphExec_t graphs[GRAPH_MAX_N + 1][GRAPH_MAX_N + 1][ATT_SPLIT_LOG_MAX + 1];
 };
@@ -355,9 +354,8 @@ static int cuda_prepare(wk_backend *b, const wk_model *m, const wk_backend_param
   // WICK_CUDA_ATTN=warp: decode attention on the warp-per-key kernel;
   // =nomerge: the group kernel with a combine launch; =postapart: the Q/K/V
   // epilogue as its own launch in decode too; =nocluster: the splits merged
-  // by the last block through the counters, never in a cluster; =late: the
-  // next kernel launches only as decode attention ends; =mma4: the tensor-core
-  // kernel with 4 warps x 2 stages (variant 8); =group1: the session-3 decode
+  // by the last block through the counters, never in a cluster; =mma4: the
+  // tensor-core kernel with 4 warps x 2 stages (variant 8); =group1: the session-3 decode
   // kernel (block-wide tiles); =fma: the session-5 one (warp tiles, f32
   // FMAs) instead of the tensor-core kernel (comparison).
   const char *ae = getenv("WICK_CUDA_ATTN");
@@ -365,7 +363,6 @@ static int cuda_prepare(wk_backend *b, const wk_model *m, const wk_backend_param
   s->c.attn_merge_off = ae && !strcmp(ae, "nomerge");
   s->c.attn_post_apart = ae && !strcmp(ae, "postapart");
   s->c.attn_cluster_off = ae && !strcmp(ae, "nocluster");
-  s->attn_late = ae && !strcmp(ae, "late");
   // WICK_CUDA_ATTN_SPLITS=N: at most N key splits in decode attention (comparison).
   const char *sx = getenv("WICK_CUDA_ATTN_SPLITS");
   s->attn_splits_max = sx ? atoi(sx) : 0;
@@ -565,8 +562,7 @@ static int run_layers(cu_state *s, int n, int nl, int splits, wk_error *err) {
     __half *vc = s->kv + ((size_t)m->n_layers + l) * s->kv_layer_elems;
     cu_attn_shape a = {m->n_heads, m->n_kv_heads, m->head_dim, m->rope_dim, m->rope_neox,
                        C->inv_freq, C->q_norm, C->k_norm, C->bq, C->bk, C->bv, m->norm_eps,
-                       s->p.kv.block_size, m->attn_scale, m->attn_softcap, C->window,
-                       s->attn_late};
+                       s->p.kv.block_size, m->attn_scale, m->attn_softcap, C->window};
     if (!(s->skip & SKIP_QKV)) RUN(layer_qkv(s, C, n, fold, err));
     // The GEMM path: attention writes the o-projection's f16 activations.
     bool gemm = n > c->mv_max_tokens && !s->flash_h_off;

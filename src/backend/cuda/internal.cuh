@@ -141,7 +141,6 @@ struct cu_attn_shape {
   float scale;             // q.k scale
   float softcap;           // 0 = none
   int window;              // 0 = global
-  int pdl_late;            // decode kernels: 1 lets the next kernel launch only at their end
 };
 // RoPE angles of position pos: cs[f] = (cos, sin) of pos * inv_freq[f] for
 // f < rope_dim / 2, computed in double (as the CPU backend) by threads i of
