@@ -349,7 +349,8 @@ static void test_matmul(wk_pool *pool) {
 // must look like rounding noise (well under the worst case).
 static void test_mm_fast(wk_pool *pool) {
   const int sets[][3] = {{WK_Q4_K, WK_Q5_0, WK_Q8_0}, {WK_Q4_1, WK_Q6_K, WK_F16},
-                         {WK_F32, WK_BF16, WK_Q4_0}, {WK_Q5_K, WK_Q3_K, WK_Q5_1}};
+                         {WK_F32, WK_BF16, WK_Q4_0}, {WK_Q5_K, WK_Q3_K, WK_Q5_1},
+                         {WK_FP8_E4M3, WK_FP8_E5M2, WK_IQ4_NL}};
   const int K = 512, rows[3] = {19, 40, 77}, tokens[] = {1, 5, 37};
   enum { TMAX = 37 };
   const int nth = wk_pool_size(pool);
@@ -404,7 +405,8 @@ static void test_mm_fast(wk_pool *pool) {
                 bound += fabs(wr[j]) * amax / 254;
               }
             }
-            double tol = (act_fmt == WK_ACT_F32 ? 0 : bound * 1.01) + 1e-5 * mag;
+            const bool f32 = act_fmt == WK_ACT_F32 || act_fmt == WK_ACT_F32S;
+            double tol = (f32 ? 0 : bound * 1.01) + 1e-5 * mag;
             double got = y[i][(size_t)t * rows[i] + r];
             e2 += (got - d) * (got - d), b2 += tol * tol;
             if (!(fabs(got - d) <= tol)) {
@@ -414,7 +416,7 @@ static void test_mm_fast(wk_pool *pool) {
             }
           }
         // Rounding noise, not the worst case: its rms is ~0.04 of the bound's.
-        const double rms_max = act_fmt == WK_ACT_F32 ? 0.01 : 0.08;
+        const double rms_max = act_fmt == WK_ACT_F32 || act_fmt == WK_ACT_F32S ? 0.01 : 0.08;
         CHECK(bad || sqrt(e2 / b2) <= rms_max, "fast matmul %s T=%d: rms error %.3g of the bound",
               wk_type_get(type)->name, T, sqrt(e2 / b2));
       }

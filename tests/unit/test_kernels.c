@@ -49,9 +49,12 @@ static const int64_t k_sizes[] = {100, 256, 576, 640, 1536, 2048, 4096, 14336};
 
 // The test's own reading of the activation formats (kernels.h layouts).
 static void act_dequant(int act, const void *xq, float *x, int64_t n, float *half_step) {
-  if (act == WK_ACT_F32) {
+  if (act == WK_ACT_F32 || act == WK_ACT_F32S) {
     memcpy(x, xq, (size_t)n * 4);
-    for (int64_t i = 0; i < n; i++) half_step[i] = 0;
+    for (int64_t i = 0; i < n; i++) {
+      if (act == WK_ACT_F32S) x[i] /= WK_ACT_F32S_SCALE;  // a power of two: exact
+      half_step[i] = 0;
+    }
     return;
   }
   int blk = act == WK_ACT_Q8 ? 32 : 256;
@@ -221,6 +224,7 @@ int main(void) {
   CHECK(wk_act_row_size(WK_ACT_Q8, 48) == 0);
   CHECK(wk_act_row_size(WK_ACT_Q8K, 512) == 2 * sizeof(wk_act_q8k));
   CHECK(wk_act_row_size(WK_ACT_F32, 7) == 28);
+  CHECK(wk_act_row_size(WK_ACT_F32S, 7) == 28);
   wk_kernel kr;
   CHECK(wk_kernel_pick(WK_Q8_K, WK_LEVEL_AUTO, &kr) == WICK_ERR_UNSUPPORTED);
   CHECK(wk_kernel_pick(WK_Q4_0, best + 1, &kr) == WICK_ERR_UNSUPPORTED);

@@ -193,7 +193,7 @@ void cpu_mm_plan(cpu_mm *mm, const wk_tensor *w, bool exact) {
   mm->fast = mm->kr.k_multiple > 0 && w->ne[0] % mm->kr.k_multiple == 0 &&
              mm->kr.act >= 0 && mm->kr.act < CPU_ACT_FMTS &&
              cpu_act_row_size(mm->kr.act, w->ne[0]) > 0;
-  mm->f32_min = !mm->avx2 || mm->kr.act == WK_ACT_F32 ? INT32_MAX
+  mm->f32_min = !mm->avx2 || mm->kr.act == WK_ACT_F32 || mm->kr.act == WK_ACT_F32S ? INT32_MAX
                 : mm->kr.act == WK_ACT_A16                 ? CPU_F32_MIN_TOKENS_Q
                 : mm->kr.act == WK_ACT_A16K                ? CPU_F32_MIN_TOKENS_K
                                                            : CPU_F32_MIN_TOKENS;

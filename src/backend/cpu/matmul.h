@@ -35,8 +35,8 @@
 #define CPU_F32_MIN_TOKENS_Q 12
 #define CPU_F32_MIN_TOKENS_K 32
 #define CPU_F32_MIN_TOKENS 16  // other kernels (8-bit activations)
-// Activation formats: kernels.h's wk_act_fmt (0..2) and act16.h's (3, 4).
-#define CPU_ACT_FMTS 5
+// Activation formats: kernels.h's wk_act_fmt (0..2, 5) and act16.h's (3, 4).
+#define CPU_ACT_FMTS 6
 
 // Bytes of one row of k values converted to activation format f (either
 // kernels.h's wk_act_fmt or act16.h's); 0 when k is not a multiple of its block.

@@ -17,7 +17,7 @@ typedef struct {
 
 static const type_row k_types[] = {
     {WK_F32, WK_ACT_F32},      {WK_F16, WK_ACT_F32},      {WK_BF16, WK_ACT_F32},
-    {WK_FP8_E4M3, WK_ACT_F32}, {WK_FP8_E5M2, WK_ACT_F32}, {WK_Q4_0, WK_ACT_Q8},
+    {WK_FP8_E4M3, WK_ACT_F32S}, {WK_FP8_E5M2, WK_ACT_F32}, {WK_Q4_0, WK_ACT_Q8},
     {WK_Q4_1, WK_ACT_Q8},      {WK_Q5_0, WK_ACT_Q8},      {WK_Q5_1, WK_ACT_Q8},
     {WK_Q8_0, WK_ACT_Q8},      {WK_IQ4_NL, WK_ACT_Q8},    {WK_Q2_K, WK_ACT_Q8K},
     {WK_Q3_K, WK_ACT_Q8K},     {WK_Q4_K, WK_ACT_Q8K},     {WK_Q5_K, WK_ACT_Q8K},
@@ -29,6 +29,7 @@ static int act_block(int act) { return act == WK_ACT_Q8 ? 32 : act == WK_ACT_Q8K
 size_t wk_act_row_size(int act, int64_t n) {
   int blk = act_block(act);
   if (n < 0 || n % blk) return 0;
+  if (act != WK_ACT_F32 && act != WK_ACT_Q8 && act != WK_ACT_Q8K && act != WK_ACT_F32S) return 0;
   size_t per = act == WK_ACT_Q8 ? sizeof(wk_act_q8)
                : act == WK_ACT_Q8K ? sizeof(wk_act_q8k)
                                    : sizeof(float);
@@ -69,6 +70,7 @@ int wk_kernel_pick(int type, int level, wk_kernel *out) {
   bool simd = level >= WK_LEVEL_AVX2;
   k.quantize_act = row->act == WK_ACT_Q8    ? (simd ? wk_kern_avx2_quantize_q8 : wk_kern_quantize_q8)
                    : row->act == WK_ACT_Q8K ? (simd ? wk_kern_avx2_quantize_q8k : wk_kern_quantize_q8k)
+                   : row->act == WK_ACT_F32S ? wk_kern_quantize_f32s
                                             : wk_kern_quantize_f32;
   // Highest level at or below the one asked for that implements the type.
   int found = 0;

@@ -17,6 +17,7 @@ int wk_kern_avx512_find(int type, wk_vec_dot_fn *dot, wk_gemm_fn *gemm);
 
 // Activation converters; every level produces the same bytes.
 void wk_kern_quantize_f32(const float *x, void *xq, int64_t n);
+void wk_kern_quantize_f32s(const float *x, void *xq, int64_t n);
 void wk_kern_quantize_q8(const float *x, void *xq, int64_t n);
 void wk_kern_quantize_q8k(const float *x, void *xq, int64_t n);
 // The same results with AVX2 (for the AVX2 and AVX-512 levels).

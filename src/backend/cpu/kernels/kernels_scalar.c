@@ -16,6 +16,11 @@ void wk_kern_quantize_f32(const float *x, void *xq, int64_t n) {
   memcpy(xq, x, (size_t)n * sizeof(float));
 }
 
+void wk_kern_quantize_f32s(const float *x, void *xq, int64_t n) {
+  float *o = xq;
+  for (int64_t i = 0; i < n; i++) o[i] = x[i] * WK_ACT_F32S_SCALE;
+}
+
 // Scale max|x|/127 and round to nearest: q in [-127, 127].
 static float quantize_block(const float *x, int8_t *q, int n) {
   float amax = 0;
@@ -274,20 +279,22 @@ static float dot_bf16(int64_t n, const void *w, const void *xq) {
   return acc;
 }
 
-static float dot_fp8(int64_t n, const uint8_t *b, const float *x, float (*dec)(uint8_t)) {
+// xs: what undoes the activation format's factor (E4M3: WK_ACT_F32S).
+static float dot_fp8(int64_t n, const uint8_t *b, const float *x, float (*dec)(uint8_t),
+                     float xs) {
   float acc = 0;
   for (int64_t i = 0; i < n / 128; i++, b += 132, x += 128) {
     float s = 0;
     for (int j = 0; j < 128; j++) s += dec(b[4 + j]) * x[j];
-    acc += wk_kern_f32(b) * s;
+    acc += wk_kern_f32(b) * xs * s;
   }
   return acc;
 }
 static float dot_fp8_e4m3(int64_t n, const void *w, const void *xq) {
-  return dot_fp8(n, w, xq, wk_fp8_e4m3_to_f32);
+  return dot_fp8(n, w, xq, wk_fp8_e4m3_to_f32, 1.0f / WK_ACT_F32S_SCALE);
 }
 static float dot_fp8_e5m2(int64_t n, const void *w, const void *xq) {
-  return dot_fp8(n, w, xq, wk_fp8_e5m2_to_f32);
+  return dot_fp8(n, w, xq, wk_fp8_e5m2_to_f32, 1.0f);
 }
 
 // ---- the scalar table ----------------------------------------------------

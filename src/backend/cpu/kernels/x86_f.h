@@ -136,10 +136,9 @@ KFGEMM(kbf16)
 
 // ---- FP8: 128 codes after an f32 scale -------------------------------------
 
-// Codes as halves in 16-bit lanes: E5M2 is exactly the top byte of a half;
-// E4M3's 7 magnitude bits go one lower, which reads as value * 2^-8 (the
-// block scale takes the 2^8 back). Unpacked from 16-byte loads (cheaper than
-// 32-byte unpacks, whose halves would then need extracting).
+// E5M2 codes as halves in 16-bit lanes (exactly the top byte of a half),
+// unpacked from 16-byte loads (cheaper than 32-byte unpacks, whose halves
+// would then need extracting).
 enum { kfp8_e5m2_QK = 128, kfp8_e5m2_BYTES = 132, kfp8_e5m2_SCALED = 1, kfp8_e5m2_CHAIN = 1 };
 KT static inline float kfp8_e5m2_scale(const uint8_t *b) { return wk_kern_f32(b); }
 KT static inline void kfp8_e5m2_load(const uint8_t *b, int s, __m256 v[4]) {
@@ -156,23 +155,22 @@ KT static inline float kfp8_e5m2_tail(const uint8_t *b, const float *x, int64_t 
 }
 KFGEMM(kfp8_e5m2)
 
+// E4M3 against WK_ACT_F32S (x * 2^64), without a half conversion (which
+// takes the shuffle and shift ports the unpacking also needs): a code
+// sign-extended to 32 bits and shifted left by 20 has its sign at bit 31
+// (and 27..30), its 4 exponent bits at 23..26 and its 3 mantissa bits at
+// 20..22; without bits 27..30 that reads as value * 2^-120 exactly (a code
+// of exponent 0 as the f32 subnormal of that value). The products are then
+// value * x * 2^-56, and the block scale takes the 2^56 back.
 enum { kfp8_e4m3_QK = 128, kfp8_e4m3_BYTES = 132, kfp8_e4m3_SCALED = 1, kfp8_e4m3_CHAIN = 1 };
-KT static inline float kfp8_e4m3_scale(const uint8_t *b) { return wk_kern_f32(b) * 256.0f; }
-// E4M3 code c in the high byte of a 16-bit lane -> the half c' with c's sign
-// in bit 15 and its 7 magnitude bits at 7..13 (value * 2^-8): the arithmetic
-// shift copies the sign into bit 14 too, which the mask clears.
-KT static inline __m256 kfp8_e4m3_cvt(__m128i h) {
-  h = _mm_and_si128(_mm_srai_epi16(h, 1), _mm_set1_epi16((short)0xbfff));
-  return _mm256_cvtph_ps(h);
+KT static inline float kfp8_e4m3_scale(const uint8_t *b) { return wk_kern_f32(b) * 0x1p56f; }
+KT static inline __m256 kfp8_e4m3_cvt(const uint8_t *p) {
+  __m256i v = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)p));
+  v = _mm256_and_si256(_mm256_slli_epi32(v, 20), _mm256_set1_epi32((int)0x87f00000u));
+  return _mm256_castsi256_ps(v);
 }
 KT static inline void kfp8_e4m3_load(const uint8_t *b, int s, __m256 v[4]) {
-  const __m128i z = _mm_setzero_si128();
-  __m128i c0 = _mm_loadu_si128((const __m128i *)(b + 4 + 32 * s));
-  __m128i c1 = _mm_loadu_si128((const __m128i *)(b + 20 + 32 * s));
-  v[0] = kfp8_e4m3_cvt(_mm_unpacklo_epi8(z, c0));
-  v[1] = kfp8_e4m3_cvt(_mm_unpackhi_epi8(z, c0));
-  v[2] = kfp8_e4m3_cvt(_mm_unpacklo_epi8(z, c1));
-  v[3] = kfp8_e4m3_cvt(_mm_unpackhi_epi8(z, c1));
+  KUNROLL for (int i = 0; i < 4; i++) v[i] = kfp8_e4m3_cvt(b + 4 + 32 * s + 8 * i);
 }
 KT static inline float kfp8_e4m3_tail(const uint8_t *b, const float *x, int64_t n) {
   return (void)b, (void)x, (void)n, 0.0f;
