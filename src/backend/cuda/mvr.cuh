@@ -6,7 +6,7 @@
 // arithmetic, many warps an SM and no block-wide barrier between the
 // prologue and the end.
 //
-// Prologue (per block, one token: blockIdx.y): each warp prefetches PF
+// Prologue (per block, one token: blockIdx.y): each warp prefetches js.pf
 // steps of its first unit into L2 (weights do not depend on the previous
 // kernel; a prefetch holds no registers), the f32-x types also load their
 // first D items into registers (session 7; the int8-x types load them after
@@ -519,7 +519,6 @@ __global__ void __launch_bounds__(NT, 1) k_mvr(mv_jobs js, int cols, const float
   using W = typename F::w_t;
   constexpr bool F32X = mvr_f32x<T>::value;
   constexpr int BPS = 32 / F::LPB, BYTES = qtype<T>::BYTES, M = GLU ? 2 : 1;
-  constexpr int PF = 4;  // steps of the first unit prefetched before the wait
   static_assert(!GLU || (D + 1) % 2 == 0, "gate and up items alternate: an even ring");
   extern __shared__ uint4 mvr_smem[];
   __shared__ float red[32];
@@ -579,7 +578,7 @@ __global__ void __launch_bounds__(NT, 1) k_mvr(mv_jobs js, int cols, const float
     set_rows(fu);
     const size_t step_bytes = (size_t)BPS * BYTES, last = (size_t)bpr * BYTES - 1;
     const int p0 = (late ? fi : fi + D) / M;
-    for (int s = p0; s < p0 + PF && s < steps; s++) {
+    for (int s = p0; s < p0 + js.pf && s < steps; s++) {
       size_t off = min((size_t)s * step_bytes + (size_t)lane * step_bytes / 32, last);
 #pragma unroll
       for (int m = 0; m < M; m++)

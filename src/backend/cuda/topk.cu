@@ -166,8 +166,7 @@ int cu_topk_run(cu_ctx *c, cu_topk *t, const float *logits, int rows, int k, wk_
 // Test entry (tests/unit/test_cuda_topk.c): the top-k of rows of host floats.
 extern "C" int cuda_test_topk(const float *x, int rows, int vocab, int k, int32_t *ids,
                               float *vals, wk_error *err) {
-  cu_ctx c;
-  memset(&c, 0, sizeof c);
+  cu_ctx c = {};
   cu_topk t;
   float *d = NULL;
   int st = cu_topk_init(&t, rows, vocab, err);
