@@ -353,7 +353,8 @@ static int cuda_prepare(wk_backend *b, const wk_model *m, const wk_backend_param
   // staged; whole rows a warp) for comparison (internal.cuh, mvr.cuh).
   s->c.mv_mvr = mvr_opts_env();
   // WICK_CUDA_PF=N: steps of each warp's first unit the register-streamed
-  // kernel asks of the L2 before its wait (default 4); WICK_CUDA_PF_O=N: the
+  // kernel asks of the L2 before its wait (default 1 for int8 x, 0 for f32
+  // x: mvr.cuh); WICK_CUDA_PF_O=N: the
   // same for the o-projection alone, whose early requests meet decode
   // attention's merge (comparison).
   const char *pfe = getenv("WICK_CUDA_PF"), *pfo = getenv("WICK_CUDA_PF_O");

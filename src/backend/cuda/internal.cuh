@@ -48,8 +48,8 @@ struct cu_ctx {
                           // format (mvr_fp8w.cuh, f16 x; opt-in: no faster, session 7)
   int mv_mvr;             // the register-streamed kernel's comparison options (MVR_*)
   int mv_pf = -1;         // >= 0: the register-streamed kernel's L2 prefetch before the
-                          // wait, in steps of a warp's first unit (-1: MV_PF_DEFAULT,
-                          // matvec.cuh; the forward may change it around one product)
+                          // wait, in steps of a warp's first unit (-1: the kernel's
+                          // default, mvr.cuh; the forward may change it around one product)
   int pdl;                // 1: the decode kernels (all but the GEMM path's and flash
                           // attention) use programmatic dependent launch
   int pdl_v4;             // 1: the v4 matrix-vector kernel too (off by default)

@@ -117,7 +117,7 @@ static cudaError_t launch_mvr(const cu_ctx *c, const mv_jobs &jobs, int cols, co
                               float beta, int act) {
   mv_jobs js = jobs;
   js.mvr = c->mv_mvr;
-  if (c->mv_pf >= 0) js.pf = c->mv_pf;
+  js.pf = c->mv_pf;
   if constexpr (T == WK_Q4_K || T == WK_Q5_K) {
     // Rows of up to 8192 columns (Q/K/V, o and gate/up of an 8B model):
     // the wide format (mvr_w4.cuh), fewer instructions a byte; longer rows

@@ -22,9 +22,6 @@ struct mv_job {
   int nblk;  // blocks (v4, v5) or row tiles (mvs) of this job
   float *y;  // [n tokens][rows]
 };
-// mv_jobs::pf unless the context says otherwise (cu_ctx::mv_pf).
-enum { MV_PF_DEFAULT = 4 };
-
 struct mv_jobs {
   mv_job j[3];
   int n;
@@ -32,8 +29,9 @@ struct mv_jobs {
                     // NULL: x as it is
   float eps;        // the norm's epsilon
   int mvr;          // the register-streamed kernel's comparison options (MVR_*: internal.cuh)
-  int pf = MV_PF_DEFAULT;  // the register-streamed kernel: steps of a warp's first unit asked of
-                    // the L2 before the wait for the previous kernel (cu_ctx::mv_pf)
+  int pf = -1;      // the register-streamed kernel: steps of a warp's first unit asked of
+                    // the L2 before the wait for the previous kernel; -1: its default
+                    // (mvr.cuh; cu_ctx::mv_pf)
 };
 
 // The folded norm on one group of 32 x values: adds their squares to *ss

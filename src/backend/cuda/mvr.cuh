@@ -6,11 +6,11 @@
 // arithmetic, many warps an SM and no block-wide barrier between the
 // prologue and the end.
 //
-// Prologue (per block, one token: blockIdx.y): each warp prefetches js.pf
-// steps of its first unit into L2 (weights do not depend on the previous
-// kernel; a prefetch holds no registers), the f32-x types also load their
-// first D items into registers (session 7; the int8-x types load them after
-// x is staged, after the first PF steps' prefetch), lets the next grid
+// Prologue (per block, one token: blockIdx.y): each warp of the int8-x
+// types prefetches a step of its first unit into L2 (weights do not depend
+// on the previous kernel; a prefetch holds no registers; js.pf steps when
+// set), the f32-x types load their first D items into registers instead
+// (session 7; the int8-x types load them after x is staged), lets the next grid
 // launch, waits for the previous one, then the block rounds its token's x
 // to int8 per 32 values into shared memory (matvec.cuh's mv_round_x, the
 // folded RMSNorm applied there: ~1.25 bytes a column; the float types: x
@@ -569,7 +569,7 @@ __global__ void __launch_bounds__(NT, 1) k_mvr(mv_jobs js, int cols, const float
   };
 
   // Before the wait (weights do not depend on the previous kernel): the
-  // first unit's PF steps after the first D items into L2 (a lane a 32nd
+  // first unit's pf steps after the first D items into L2 (a lane a 32nd
   // of each row's step), then the first D items into registers, so both
   // arrive while the previous kernel ends and x is rounded.
   W w[D + 1][RW];  // ring of register sets: item i in w[i % (D + 1)]
@@ -578,7 +578,14 @@ __global__ void __launch_bounds__(NT, 1) k_mvr(mv_jobs js, int cols, const float
     set_rows(fu);
     const size_t step_bytes = (size_t)BPS * BYTES, last = (size_t)bpr * BYTES - 1;
     const int p0 = (late ? fi : fi + D) / M;
-    for (int s = p0; s < p0 + js.pf && s < steps; s++) {
+    // The prefetch's depth: by default 1 step where the loads wait for x
+    // (int8 x), none where the first D items load before the wait (f32 x).
+    // Deeper requests compete with the previous kernel's last reads: the 8B
+    // decode step at 16 / 4096 keys, Q4_K_M 2.125 / 2.47-2.55 ms with 4
+    // steps against 2.07-2.08 / 2.43 with 1, BF16 4.23 / 4.59 with 4 against
+    // 4.15 / 4.52 with none (RESULTS, session 11).
+    const int pf = js.pf >= 0 ? js.pf : F32X ? 0 : 1;
+    for (int s = p0; s < p0 + pf && s < steps; s++) {
       size_t off = min((size_t)s * step_bytes + (size_t)lane * step_bytes / 32, last);
 #pragma unroll
       for (int m = 0; m < M; m++)
