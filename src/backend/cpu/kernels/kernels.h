@@ -2,12 +2,12 @@
 //
 // A weight row is multiplied with an activation row that was first converted
 // by the entry's quantize_act into its activation format:
-//   WK_ACT_F32  plain floats (F32, F16, BF16, FP8 E5M2 weights): exact f32 math;
-//   WK_ACT_F32S floats times 2^64 (FP8 E4M3 weights, whose AVX2 kernel reads
-//               codes as f32 of value * 2^-120, subnormal for the smallest
-//               exponent; the scaled x keeps the products normal): exact
-//               but for products under 2^-70, which keep an absolute
-//               error below 2^-149 of the scaled sum;
+//   WK_ACT_F32  plain floats (F32, F16, BF16 weights): exact f32 math;
+//   WK_ACT_F32S floats times 2^64 (FP8 weights, whose AVX2 kernels read the
+//               codes as f32 of value * 2^-120 (E4M3) or 2^-112 (E5M2),
+//               subnormal for the smallest exponent; the scaled x keeps the
+//               products normal): exact but for products under 2^-70 or
+//               2^-78, whose error stays below 2^-149 of the scaled sum;
 //   WK_ACT_Q8   blocks of 32 int8 with an f32 scale and the block's sum
 //               (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL): integer dot products;
 //   WK_ACT_Q8K  blocks of 256 int8 with one f32 scale and 16 sums of 16
@@ -41,7 +41,7 @@ typedef enum wk_act_fmt {
   WK_ACT_F32 = 0,  // float[k]
   WK_ACT_Q8 = 1,   // wk_act_q8[k / 32]
   WK_ACT_Q8K = 2,  // wk_act_q8k[k / 256]
-  WK_ACT_F32S = 5, // float[k], x * 2^64 (3 and 4: act16.h)
+  WK_ACT_F32S = 5,  // float[k], x * 2^64 (3 and 4: act16.h)
 } wk_act_fmt;
 
 // WK_ACT_F32S's factor.

@@ -294,7 +294,7 @@ static float dot_fp8_e4m3(int64_t n, const void *w, const void *xq) {
   return dot_fp8(n, w, xq, wk_fp8_e4m3_to_f32, 1.0f / WK_ACT_F32S_SCALE);
 }
 static float dot_fp8_e5m2(int64_t n, const void *w, const void *xq) {
-  return dot_fp8(n, w, xq, wk_fp8_e5m2_to_f32, 1.0f);
+  return dot_fp8(n, w, xq, wk_fp8_e5m2_to_f32, 1.0f / WK_ACT_F32S_SCALE);
 }
 
 // ---- the scalar table ----------------------------------------------------

@@ -136,32 +136,31 @@ KFGEMM(kbf16)
 
 // ---- FP8: 128 codes after an f32 scale -------------------------------------
 
-// E5M2 codes as halves in 16-bit lanes (exactly the top byte of a half),
-// unpacked from 16-byte loads (cheaper than 32-byte unpacks, whose halves
-// would then need extracting).
+// FP8 codes become f32 without a half conversion (which takes the shuffle
+// and shift ports the unpacking also needs), against WK_ACT_F32S (x * 2^64).
+// E5M2: a code sign-extended to 32 bits and shifted left by 21 has its sign
+// at bit 31 (and 28..30), its 5 exponent bits at 23..27 and its 2 mantissa
+// bits at 21..22; without bits 28..30 that reads as value * 2^-112 exactly
+// (subnormal for exponent 0; the codes of exponent 31, infinities and NaNs,
+// read as finite values: wick's quantizer never writes them). The products
+// are value * x * 2^-48, and the block scale takes the 2^48 back.
 enum { kfp8_e5m2_QK = 128, kfp8_e5m2_BYTES = 132, kfp8_e5m2_SCALED = 1, kfp8_e5m2_CHAIN = 1 };
-KT static inline float kfp8_e5m2_scale(const uint8_t *b) { return wk_kern_f32(b); }
+KT static inline float kfp8_e5m2_scale(const uint8_t *b) { return wk_kern_f32(b) * 0x1p48f; }
 KT static inline void kfp8_e5m2_load(const uint8_t *b, int s, __m256 v[4]) {
-  const __m128i z = _mm_setzero_si128();
-  __m128i c0 = _mm_loadu_si128((const __m128i *)(b + 4 + 32 * s));
-  __m128i c1 = _mm_loadu_si128((const __m128i *)(b + 20 + 32 * s));
-  v[0] = _mm256_cvtph_ps(_mm_unpacklo_epi8(z, c0));
-  v[1] = _mm256_cvtph_ps(_mm_unpackhi_epi8(z, c0));
-  v[2] = _mm256_cvtph_ps(_mm_unpacklo_epi8(z, c1));
-  v[3] = _mm256_cvtph_ps(_mm_unpackhi_epi8(z, c1));
+  KUNROLL for (int i = 0; i < 4; i++) {
+    __m256i c = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(b + 4 + 32 * s + 8 * i)));
+    c = _mm256_and_si256(_mm256_slli_epi32(c, 21), _mm256_set1_epi32((int)0x8fe00000u));
+    v[i] = _mm256_castsi256_ps(c);
+  }
 }
 KT static inline float kfp8_e5m2_tail(const uint8_t *b, const float *x, int64_t n) {
   return (void)b, (void)x, (void)n, 0.0f;
 }
 KFGEMM(kfp8_e5m2)
 
-// E4M3 against WK_ACT_F32S (x * 2^64), without a half conversion (which
-// takes the shuffle and shift ports the unpacking also needs): a code
-// sign-extended to 32 bits and shifted left by 20 has its sign at bit 31
-// (and 27..30), its 4 exponent bits at 23..26 and its 3 mantissa bits at
-// 20..22; without bits 27..30 that reads as value * 2^-120 exactly (a code
-// of exponent 0 as the f32 subnormal of that value). The products are then
-// value * x * 2^-56, and the block scale takes the 2^56 back.
+// E4M3: shifted left by 20, the sign at bit 31 (and 27..30), 4 exponent bits
+// at 23..26, 3 mantissa bits at 20..22; without bits 27..30, value * 2^-120
+// exactly (subnormal for exponent 0). The products are value * x * 2^-56.
 enum { kfp8_e4m3_QK = 128, kfp8_e4m3_BYTES = 132, kfp8_e4m3_SCALED = 1, kfp8_e4m3_CHAIN = 1 };
 KT static inline float kfp8_e4m3_scale(const uint8_t *b) { return wk_kern_f32(b) * 0x1p56f; }
 KT static inline __m256 kfp8_e4m3_cvt(const uint8_t *p) {
