@@ -219,8 +219,19 @@ AT AI __m256i q5_products(const int type, const uint8_t *b, __m256i lo, __m256i 
 // + 128, unpacked to int16 with zeros (within halves: values 0..7 and 8..15
 // of the low nibbles, then of the high), by pmaddwd with v; the + 128 comes
 // off as 128 x the activation sum, so no |code| and sign moves are needed.
+// Q5_0 and Q5_1 take each pair's 16-byte windows by two plain 32-byte loads
+// and a blend (load_pair), the others by two broadcasts and a blend
+// (a16_load2): each the faster for its types.
 // Bounds: two pmaddubsw lanes added <= 2 x 2 x 31 x 127; IQ4_NL's block sum
 // <= 32 x 241 x 16383.
+
+// 16 bytes at a in the low half, 16 at b in the high half: two plain 32-byte
+// loads (the second from b - 16) and a blend, no broadcast. Reads the 16
+// bytes after a + 16 and the 16 before b: in the decode tile a is a block of
+// rows 0..3 and b of rows 4..7, so both lie inside the tile's rows.
+AT AI __m256i load_pair(const uint8_t *a, const uint8_t *b) {
+  return _mm256_blend_epi32(a16_load(a), a16_load(b - 16), 0xf0);
+}
 
 // Offset of a block's 16 nibble bytes.
 AT AI int qs_at(const int type) {
@@ -232,30 +243,13 @@ AT AI int qs_at(const int type) {
   }
 }
 
-// One block of rows a (low halves) and b (high halves) as bytes: *c1 values
-// 0..15, *c2 values 16..31; codes, or IQ4_NL's table values + 128. Q5_0,
-// Q5_1: also the blocks' first 16 bytes in *head (d, m and qh).
-AT AI void qcodes2(const int type, const uint8_t *a, const uint8_t *b, __m256i *c1, __m256i *c2,
-                   __m256i *head) {
+// One block of rows a (low halves) and b (high halves) as bytes, Q4_0, Q4_1
+// and IQ4_NL: *c1 values 0..15, *c2 values 16..31; codes, or IQ4_NL's table
+// values + 128.
+AT AI void qcodes2(const int type, const uint8_t *a, const uint8_t *b, __m256i *c1, __m256i *c2) {
   const __m256i x = a16_load2(a + qs_at(type), b + qs_at(type)), m4 = _mm256_set1_epi8(15);
   *c1 = _mm256_and_si256(x, m4);
   *c2 = _mm256_and_si256(_mm256_srli_epi16(x, 4), m4);
-  if (type == WK_Q5_0 || type == WK_Q5_1) {  // + 16 where bit i of qh is set
-    const long long at = type == WK_Q5_0 ? 2 : 4;  // qh: bytes at .. at + 3 of each half
-    const __m256i h = *head = a16_load2(a, b);
-    const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ULL);
-    const long long ones = 0x0101010101010101LL;
-    const __m256i s1 = _mm256_setr_epi64x(at * ones, (at + 1) * ones, at * ones, (at + 1) * ones);
-    const __m256i s2 = _mm256_setr_epi64x((at + 2) * ones, (at + 3) * ones, (at + 2) * ones,
-                                          (at + 3) * ones);
-    // psignb of 16 by the tested bit: 16 where set, 0 where not (one op for
-    // cmpeq + and; the bit-7 lanes hold -16, which the negative byte negates)
-    const __m256i sixteen = _mm256_set1_epi64x((long long)0xf010101010101010ULL);
-    const __m256i f1 = _mm256_and_si256(_mm256_shuffle_epi8(h, s1), bit);
-    const __m256i f2 = _mm256_and_si256(_mm256_shuffle_epi8(h, s2), bit);
-    *c1 = _mm256_or_si256(*c1, _mm256_sign_epi8(sixteen, f1));
-    *c2 = _mm256_or_si256(*c2, _mm256_sign_epi8(sixteen, f2));
-  }
   if (type == WK_IQ4_NL) {
     const __m256i lut = _mm256_add_epi8(a16_bcast16(wk_kern_iq4nl_values),
                                         _mm256_set1_epi8((char)128));
@@ -264,51 +258,94 @@ AT AI void qcodes2(const int type, const uint8_t *a, const uint8_t *b, __m256i *
   }
 }
 
-// Block b of rows blk + r ws (r = 0..7): the exact integer sums, lane r = row
-// r, before the offsets come off. q: the block's lo and hi bytes; v: its
-// int16 values; head[p]: qcodes2's of pair p (Q5_0, Q5_1).
-AT AI __m256i qsums8(const int type, const uint8_t *blk, size_t ws, const int8_t *q,
-                     const int16_t *v, __m256i *head) {
-  __m256i t[4];
-  if (type == WK_IQ4_NL) {
-    __m256i x[4];  // values 0..7, 8..15, 16..23, 24..31 in both halves
-    A16_UNROLL for (int i = 0; i < 4; i++) x[i] = a16_bcast16(v + 8 * i);
-    const __m256i z = _mm256_setzero_si256();
-    A16_UNROLL for (int p = 0; p < 4; p++) {
-      __m256i c1, c2;
-      qcodes2(type, blk + (size_t)p * ws, blk + (size_t)(p + 4) * ws, &c1, &c2, &head[p]);
-      const __m256i s1 = _mm256_add_epi32(_mm256_madd_epi16(_mm256_unpacklo_epi8(c1, z), x[0]),
-                                          _mm256_madd_epi16(_mm256_unpackhi_epi8(c1, z), x[1]));
-      const __m256i s2 = _mm256_add_epi32(_mm256_madd_epi16(_mm256_unpacklo_epi8(c2, z), x[2]),
-                                          _mm256_madd_epi16(_mm256_unpackhi_epi8(c2, z), x[3]));
-      t[p] = _mm256_add_epi32(s1, s2);
-    }
-  } else {
-    const __m256i ones = _mm256_set1_epi16(1), c128 = _mm256_set1_epi16(128);
-    const __m256i l1 = a16_bcast16(q), l2 = a16_bcast16(q + 16);
-    const __m256i h1 = a16_bcast16(q + 32), h2 = a16_bcast16(q + 48);
-    A16_UNROLL for (int p = 0; p < 4; p++) {
-      __m256i c1, c2;
-      qcodes2(type, blk + (size_t)p * ws, blk + (size_t)(p + 4) * ws, &c1, &c2, &head[p]);
-      const __m256i pl =
-          _mm256_add_epi16(_mm256_maddubs_epi16(c1, l1), _mm256_maddubs_epi16(c2, l2));
-      const __m256i ph =
-          _mm256_add_epi16(_mm256_maddubs_epi16(c1, h1), _mm256_maddubs_epi16(c2, h2));
-      t[p] = _mm256_add_epi32(_mm256_madd_epi16(pl, ones), _mm256_madd_epi16(ph, c128));
-    }
-  }
-  return a16_merge64(a16_merge32(t[0], t[1]), a16_merge32(t[2], t[3]));
+// Q5_0 / Q5_1 pair: rows a and b's block sums, lo + 128 hi, against the lo
+// and hi bytes x[0..3] (values 0..15 and 16..31 of each); *head: the blocks'
+// first 16 bytes (d, m, qh; row a's in the low half). The codes are the
+// nibbles + 16 where bit i of qh is set: qh's byte i / 8 spread over lanes
+// by pshufb, bit i % 8 tested, and psignb of 16 by the tested bit (16 where
+// set, 0 where not: one op for cmpeq + and; the bit-7 lanes hold -16, which
+// the negative byte negates). Per 64 codes (two rows): 2 blends (head, qs),
+// 3 ops of nibbles, 8 of fifth bits (pshufb, pand, psignb, por, twice), 9 of
+// products; values 0..15 done before 16..31, so that few vectors are live.
+AT AI __m256i q5_pair(const int type, const uint8_t *a, const uint8_t *b, const __m256i *x,
+                      __m256i *head) {
+  const long long at = type == WK_Q5_0 ? 2 : 4;  // qh: bytes at .. at + 3 of each half
+  const long long ones = 0x0101010101010101LL;
+  const __m256i m4 = _mm256_set1_epi8(15);
+  const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ULL);
+  const __m256i sixteen = _mm256_set1_epi64x((long long)0xf010101010101010ULL);
+  const __m256i s1 = _mm256_setr_epi64x(at * ones, (at + 1) * ones, at * ones, (at + 1) * ones);
+  const __m256i s2 = _mm256_setr_epi64x((at + 2) * ones, (at + 3) * ones, (at + 2) * ones,
+                                        (at + 3) * ones);
+  const __m256i h = *head = load_pair(a, b);
+  const __m256i xs = load_pair(a + qs_at(type), b + qs_at(type));
+  const __m256i f1 = _mm256_and_si256(_mm256_shuffle_epi8(h, s1), bit);
+  __m256i c = _mm256_or_si256(_mm256_and_si256(xs, m4), _mm256_sign_epi8(sixteen, f1));
+  __m256i pl = _mm256_maddubs_epi16(c, x[0]), ph = _mm256_maddubs_epi16(c, x[2]);
+  const __m256i f2 = _mm256_and_si256(_mm256_shuffle_epi8(h, s2), bit);
+  c = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(xs, 4), m4),
+                      _mm256_sign_epi8(sixteen, f2));
+  pl = _mm256_add_epi16(pl, _mm256_maddubs_epi16(c, x[1]));
+  ph = _mm256_add_epi16(ph, _mm256_maddubs_epi16(c, x[3]));
+  return _mm256_add_epi32(_mm256_madd_epi16(pl, _mm256_set1_epi16(1)),
+                          _mm256_madd_epi16(ph, _mm256_set1_epi16(128)));
 }
 
-// d (and m) of rows 0..7 as f32 from the 4 pairs' heads (qcodes2): row p's
-// words 0 and 1 in the low half of head[p], row p + 4's in the high half.
-AT AI void q5_f16_rows(const __m256i *head, __m256 *d, __m256 *m) {
-  const __m256i u01 = _mm256_unpacklo_epi16(head[0], head[1]);  // d0 d1 w0 w1 .. | d4 d5 ..
-  const __m256i u23 = _mm256_unpacklo_epi16(head[2], head[3]);
-  // d0-3 m0-3 | d4-7 m4-7 (m: word 1, Q5_1's minimum), then d0-7 | m0-7
-  const __m256i w = _mm256_permute4x64_epi64(_mm256_unpacklo_epi32(u01, u23), 0xd8);
-  *d = _mm256_cvtph_ps(_mm256_castsi256_si128(w));
-  *m = _mm256_cvtph_ps(_mm256_extracti128_si256(w, 1));
+// One pair's integer block sums (rows a and b, see qcodes2) against the
+// activations: IQ4_NL by pmaddwd with the int16 values x[0..3] (values 0..7,
+// 8..15, 16..23, 24..31 in both halves), the others by pmaddubsw with the lo
+// and hi bytes x[0..3] (values 0..15 and 16..31 of each), weighted 1 and 128.
+AT AI __m256i pair_sums(const int type, const uint8_t *a, const uint8_t *b, const __m256i *x,
+                        __m256i *head) {
+  if (type == WK_Q5_0 || type == WK_Q5_1) return q5_pair(type, a, b, x, head);
+  __m256i c1, c2;
+  qcodes2(type, a, b, &c1, &c2);
+  if (type == WK_IQ4_NL) {
+    const __m256i z = _mm256_setzero_si256();
+    const __m256i s1 = _mm256_add_epi32(_mm256_madd_epi16(_mm256_unpacklo_epi8(c1, z), x[0]),
+                                        _mm256_madd_epi16(_mm256_unpackhi_epi8(c1, z), x[1]));
+    const __m256i s2 = _mm256_add_epi32(_mm256_madd_epi16(_mm256_unpacklo_epi8(c2, z), x[2]),
+                                        _mm256_madd_epi16(_mm256_unpackhi_epi8(c2, z), x[3]));
+    return _mm256_add_epi32(s1, s2);
+  }
+  const __m256i pl =
+      _mm256_add_epi16(_mm256_maddubs_epi16(c1, x[0]), _mm256_maddubs_epi16(c2, x[1]));
+  const __m256i ph =
+      _mm256_add_epi16(_mm256_maddubs_epi16(c1, x[2]), _mm256_maddubs_epi16(c2, x[3]));
+  return _mm256_add_epi32(_mm256_madd_epi16(pl, _mm256_set1_epi16(1)),
+                          _mm256_madd_epi16(ph, _mm256_set1_epi16(128)));
+}
+
+// Block b of rows blk + r ws (r = 0..7): the exact integer sums, lane r = row
+// r, before the offsets come off. q: the block's lo and hi bytes; v: its
+// int16 values. Q5_0, Q5_1: also the rows' d in words 0..7 of *dm and m in
+// words 8..15 (from the pairs' heads: row p's words 0 and 1 in the low half
+// of pair p's, row p + 4's in the high half). The pairs merge as they come,
+// so that few of their vectors are live at once.
+AT AI __m256i qsums8(const int type, const uint8_t *const *row, const int8_t *q,
+                     const int16_t *v, __m256i *dm) {
+  __m256i x[4], t[4], head[4];
+  A16_UNROLL for (int i = 0; i < 4; i++)
+      x[i] = type == WK_IQ4_NL ? a16_bcast16(v + 8 * i) : a16_bcast16(q + 16 * i);
+  if (type == WK_Q4_0 || type == WK_Q4_1) {  // all pairs, then the merges: faster for these
+    A16_UNROLL for (int p = 0; p < 4; p++)
+        t[p] = pair_sums(type, row[p], row[p + 4], x, &head[p]);
+    return a16_merge64(a16_merge32(t[0], t[1]), a16_merge32(t[2], t[3]));
+  }
+  const int q5 = type == WK_Q5_0 || type == WK_Q5_1;
+  t[0] = pair_sums(type, row[0], row[4], x, &head[0]);
+  t[1] = pair_sums(type, row[1], row[5], x, &head[1]);
+  const __m256i m01 = a16_merge32(t[0], t[1]);
+  __m256i u01 = _mm256_setzero_si256();  // d0 d1 w0 w1 .. | d4 d5 .. (w: word 1, Q5_1's m)
+  if (q5) u01 = _mm256_unpacklo_epi16(head[0], head[1]);
+  t[2] = pair_sums(type, row[2], row[6], x, &head[2]);
+  t[3] = pair_sums(type, row[3], row[7], x, &head[3]);
+  const __m256i m23 = a16_merge32(t[2], t[3]);
+  if (q5) {  // d0-3 m0-3 | d4-7 m4-7, then d0-7 | m0-7
+    const __m256i u23 = _mm256_unpacklo_epi16(head[2], head[3]);
+    *dm = _mm256_permute4x64_epi64(_mm256_unpacklo_epi32(u01, u23), 0xd8);
+  }
+  return a16_merge64(m01, m23);
 }
 
 // Bytes ahead of the current block that the decode tile prefetches in each
@@ -332,12 +369,15 @@ AT AI void qdec8(const int type, const uint8_t *w, size_t ws, int64_t nb, const 
     if ((b & 3) == 0 && b + QDEC_AHEAD / (int64_t)bytes < nb)  // every 72..96 bytes
       A16_UNROLL for (int r = 0; r < 8; r++)
           _mm_prefetch((const char *)(blk + (size_t)r * ws + QDEC_AHEAD), _MM_HINT_T0);
-    __m256i head[4];
-    __m256i isum = qsums8(type, blk, ws, q, act[b].v, head);
+    const uint8_t *row[8];
+    A16_UNROLL for (int r = 0; r < 8; r++) row[r] = blk + (size_t)r * ws;
+    __m256i dm = _mm256_setzero_si256();
+    __m256i isum = qsums8(type, row, q, act[b].v, &dm);
     if (off) isum = _mm256_sub_epi32(isum, _mm256_set1_epi32(act[b].sum * off));
     __m256 dwv, mwv = _mm256_setzero_ps();
     if (type == WK_Q5_0 || type == WK_Q5_1)
-      q5_f16_rows(head, &dwv, &mwv);
+      dwv = _mm256_cvtph_ps(_mm256_castsi256_si128(dm)),
+      mwv = _mm256_cvtph_ps(_mm256_extracti128_si256(dm, 1));
     else
       a16_f16_rows(blk, ws, 8, has_min, &dwv, &mwv);
     const __m256 dd = _mm256_mul_ps(dwv, _mm256_set1_ps(act[b].d));
