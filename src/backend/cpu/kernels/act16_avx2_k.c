@@ -12,7 +12,9 @@
 // tokens: the codes times the scales as int16 once per row, then pmaddwd
 // with each token's v (laid out so that a lane sums the same 4 values), the
 // same integers. One token of Q4_K, Q5_K, IQ4_XS: kdec (below), the same
-// integers again with cheaper scale handling. Per super-block:
+// integers again with cheaper scale handling; of Q2_K, Q3_K: kdec16, a row's
+// chunks in turn; the one-token tiles prefetch their rows' super-blocks
+// ahead (kprefetch). Per super-block:
 //   acc += float(lanes) * (d_w * d_a)
 //   acc -= m * s_a per 16 values     (m: dmin * min, or d * offset * scale;
 //                                     Q4_K, Q5_K: per 32, k4_min_term).
@@ -289,7 +291,9 @@ AT AI __m256i kcombine(__m256i lo, __m256i hi) {
 // The formats with one scale per 32 values: per super-block the scales are
 // decoded once into memory and each chunk's is broadcast from there (a load,
 // where a pick from a register costs a shuffle), and a chunk's activation
-// bytes are loaded once for all rows. Q4_K, Q5_K: two rows' scales and mins
+// bytes are loaded once for all rows (Q5_K: each row's 8 chunks in turn,
+// the activation bytes loaded for each: L2-resident rows, one thread, 0-3%
+// faster; Q4_K 0-9% slower that way). Q4_K, Q5_K: two rows' scales and mins
 // decode in one vector (a row a 128-bit half), the d and dmin of 4 rows
 // convert in one, the mins come off per 32 values (k4_min_term), and all of
 // it is made one super-block ahead: about half the operations per
@@ -379,6 +383,31 @@ AT AI __m256i kd_bcastw(const void *p) {
   return v;
 }
 
+// One token reads each weight byte once: the one-token tiles prefetch, per
+// row, the super-block KPF bytes ahead of the one they start (each of its
+// cache lines; a row's stream runs on into the next row, which the next tile
+// takes). Rows from memory at 4096x14336 and 14336x4096, GB/s without ->
+// with: one thread Q6_K 14.6-14.9 -> 16.0-16.3, Q4_K 15.1-15.3 -> 16.2-16.5;
+// two threads (best of 5) Q6_K 28.6-29.4 -> 31.1-31.8, Q4_K 29.8-30.5 ->
+// 31.5-32.5. 384 to 1536 bytes measured alike; the 576- and 640-row shapes
+// gain nothing (1536x576 and 2048x640 stay at ~28-29 GB/s, 2 threads).
+#define KPF 768
+
+AT AI void kprefetch(const int type, const int R, const uint8_t *blk, size_t ws) {
+  A16_UNROLL for (int r = 0; r < R; r++) A16_UNROLL for (int o = 0; o < kbytes(type); o += 64)
+      _mm_prefetch((const char *)blk + (size_t)r * ws + KPF + o, _MM_HINT_T0);
+}
+
+// *lo += pmaddwd(pmaddubsw(a, b), s), *hi += pmaddwd(pmaddubsw(c, d), s)
+// (a, c: the unsigned operands).
+AT AI void kd_products(__m256i a, __m256i b, __m256i c, __m256i d, __m256i s, __m256i *lo,
+                       __m256i *hi) {
+  *lo = _mm256_add_epi32(*lo, _mm256_madd_epi16(_mm256_maddubs_epi16(a, b), s));
+  *hi = _mm256_add_epi32(*hi, _mm256_madd_epi16(_mm256_maddubs_epi16(c, d), s));
+  A16_KEEP(*lo);
+  A16_KEEP(*hi);
+}
+
 // Whether a type's one-token tiles are kdec's (the others keep ktile's loop,
 // which measured as fast: their scales cover 16 values, picked from a
 // register either way).
@@ -404,6 +433,7 @@ AT AI void kdec(const int type, const int R, const uint8_t *w, size_t ws, int64_
                                                               : wk_act16_bytes(WK_ACT_A16K, nb, b));
     kdprep p[A16_MAXR];  // IQ4_XS
     k4dprep *pp = &p4s[b & 1];
+    kprefetch(type, R, blk, ws);
     if (type == WK_IQ4_XS) {
       const __m256 da = _mm256_set1_ps(act[b].d);
       A16_UNROLL for (int r = 0; r < R; r++) kd_prep(blk + (size_t)r * ws, da, &p[r]);
@@ -412,26 +442,31 @@ AT AI void kdec(const int type, const int R, const uint8_t *w, size_t ws, int64_
     }
     __m256i lo[A16_MAXR], hi[A16_MAXR];
     A16_UNROLL for (int r = 0; r < R; r++) lo[r] = hi[r] = _mm256_setzero_si256();
-    A16_UNROLL for (int j = 0; j < 8; j++) {
-      const int8_t *qj = q + 32 * j;
-      __m256i xl = a16_load(qj), xh = a16_load(qj + 256), sg = _mm256_setzero_si256();
-      A16_KEEP(xl);  // in registers for all rows (not a load folded into each multiply)
-      A16_KEEP(xh);
-      if (type == WK_IQ4_XS) sg = a16_load(qj + 512);
-      A16_UNROLL for (int r = 0; r < R; r++) {
+    if (type != WK_Q5_K) {  // the chunk's activation vectors in registers for all rows
+      A16_UNROLL for (int j = 0; j < 8; j++) {
+        const int8_t *qj = q + 32 * j;
+        __m256i xl = a16_load(qj), xh = a16_load(qj + 256), sg = _mm256_setzero_si256();
+        A16_KEEP(xl);  // (not a load folded into each multiply)
+        A16_KEEP(xh);
+        if (type == WK_IQ4_XS) sg = a16_load(qj + 512);
+        A16_UNROLL for (int r = 0; r < R; r++) {
+          kcodes k;
+          kchunk(type, blk + (size_t)r * ws, j, &k);
+          if (type == WK_IQ4_XS) {  // the signed codes take v's sign, against |lo| and |hi|
+            const __m256i c = _mm256_sign_epi8(k.sg, sg);
+            kd_products(xl, c, xh, c, kd_bcastw(&p[r].s32[j]), &lo[r], &hi[r]);
+          } else {
+            kd_products(k.c, xl, k.c, xh, kd_bcastw(&pp->sc[r][j]), &lo[r], &hi[r]);
+          }
+        }
+      }
+    } else {  // Q5_K: a row's chunks in turn (its code decoding overlaps)
+      A16_UNROLL for (int r = 0; r < R; r++) A16_UNROLL for (int j = 0; j < 8; j++) {
+        const int8_t *qj = q + 32 * j;
         kcodes k;
         kchunk(type, blk + (size_t)r * ws, j, &k);
-        const __m256i s = type == WK_IQ4_XS ? kd_bcastw(&p[r].s32[j]) : kd_bcastw(&pp->sc[r][j]);
-        // IQ4_XS: the signed codes take v's sign, against |lo| and |hi|
-        const __m256i c = type == WK_IQ4_XS ? _mm256_sign_epi8(k.sg, sg) : k.c;
-        const __m256i l = type == WK_IQ4_XS ? _mm256_maddubs_epi16(xl, c)
-                                            : _mm256_maddubs_epi16(c, xl);
-        const __m256i h = type == WK_IQ4_XS ? _mm256_maddubs_epi16(xh, c)
-                                            : _mm256_maddubs_epi16(c, xh);
-        lo[r] = _mm256_add_epi32(lo[r], _mm256_madd_epi16(l, s));
-        hi[r] = _mm256_add_epi32(hi[r], _mm256_madd_epi16(h, s));
-        A16_KEEP(lo[r]);
-        A16_KEEP(hi[r]);
+        kd_products(k.c, a16_load(qj), k.c, a16_load(qj + 256), kd_bcastw(&pp->sc[r][j]), &lo[r],
+                    &hi[r]);
       }
     }
     if (type == WK_IQ4_XS) {
@@ -444,6 +479,90 @@ AT AI void kdec(const int type, const int R, const uint8_t *w, size_t ws, int64_
         acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(kcombine(lo[r], hi[r])), dd, acc[r]);
         acc[r] = k4_min_term(acc[r], k4_mins(pp, r), sums, _mm256_broadcast_ss(&pp->dm[2 * r + 1]));
       }
+    }
+  }
+  A16_UNROLL for (int r = 0; r < R; r++) y[(size_t)r * yr] = a16_hsum(acc[r]);
+}
+
+// ---- the decode tile of Q2_K and Q3_K: R rows x one token -------------------
+//
+// Per super-block the d (and Q2_K's dmin) of 4 rows convert in one vector
+// from one dword a row, and each row's 8 chunks run in turn (its chunks'
+// code decoding overlaps, where ktile's loop interleaved the rows chunk by
+// chunk): L2-resident rows, one thread, 3 rows: Q2_K 7.8-8.6 -> 8.6-9.2,
+// Q3_K 7.9-8.6 -> 8.6-9.0 GB/s. The integers and the f32 operations are
+// ktile's. Q6_K keeps ktile's loop: this one measured as fast, and it with
+// the per-row terms made one super-block ahead, or with each chunk's two
+// scales broadcast from memory and blended, 3-7% slower. What bounds these
+// three: per chunk and row the 4 multiplies and 2 adds of every format, a
+// scale pick (16-value scales), and the code decoding (Q6_K: 4.25
+// operations, Q3_K: 4.6).
+
+// The dword holding a block's d (Q3_K: high word; Q2_K: d low, dmin high).
+AT AI int k16_dword(const int type) { return type == WK_Q2_K ? 80 : 106; }
+
+// The 16 scale bytes of a block (Q2_K: with the mins in the high nibbles).
+AT AI __m128i k16_scale_bytes(const int type, const uint8_t *b) {
+  return type == WK_Q2_K ? a16_load128(b) : kscales_q3(b + 96);
+}
+
+// Row r's d_w * d_a at dd[r], its per-group term's factor (Q2_K: dmin;
+// Q3_K: d * offset, exact) at mf[r], from the dwords at k16_dword of 4 rows
+// at a time (the same f32 values as kprep_block and ktile's d_w * d_a).
+AT AI void k16_dprep(const int type, const int R, const uint8_t *blk, size_t ws, float da,
+                     float *dd, float *mf) {
+  const int off = k16_dword(type);
+  A16_UNROLL for (int r = 0; r < R; r += 4) {  // rows r .. r + 3
+    __m128i h = kbcast32(blk + (size_t)r * ws + off);
+    A16_UNROLL for (int i = 1; i < 4; i++)
+        if (r + i < R) h = _mm_blend_epi32(h, kbcast32(blk + (size_t)(r + i) * ws + off), 1 << i);
+    const __m256 f = _mm256_cvtph_ps(h);  // row r + i: lanes 2 i, 2 i + 1
+    const __m256 g = type == WK_Q2_K ? f : _mm256_mul_ps(f, _mm256_set1_ps((float)koffset(type)));
+    float t[8], u[8];
+    _mm256_storeu_ps(t, _mm256_mul_ps(f, _mm256_set1_ps(da)));
+    _mm256_storeu_ps(u, g);
+    A16_UNROLL for (int i = 0; i < 4; i++) {
+      if (r + i >= R) break;
+      dd[r + i] = t[type == WK_Q2_K ? 2 * i : 2 * i + 1];
+      mf[r + i] = u[2 * i + 1];
+    }
+  }
+}
+
+AT AI void kdec16(const int type, const int R, const uint8_t *w, size_t ws, int64_t nb,
+                  const uint8_t *xq, float *y, size_t yr) {
+  const int bytes = kbytes(type);
+  const wk_act16k *act = (const wk_act16k *)xq;
+  __m256 acc[A16_MAXR];
+  A16_UNROLL for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; b++) {
+    const uint8_t *blk = w + (size_t)b * (size_t)bytes;
+    const int8_t *q = (const int8_t *)xq + wk_act16_bytes(WK_ACT_A16K, nb, b);
+    float dd[A16_MAXR], mf[A16_MAXR];
+    k16_dprep(type, R, blk, ws, act[b].d, dd, mf);
+    kprefetch(type, R, blk, ws);
+    __m256i sc[A16_MAXR];
+    A16_UNROLL for (int r = 0; r < R; r++) {
+      __m128i x = k16_scale_bytes(type, blk + (size_t)r * ws);
+      if (type == WK_Q2_K) x = _mm_and_si128(x, _mm_set1_epi8(15));
+      sc[r] = kscales16(x, type != WK_Q2_K);
+    }
+    __m256i lo[A16_MAXR], hi[A16_MAXR];
+    A16_UNROLL for (int r = 0; r < R; r++) lo[r] = hi[r] = _mm256_setzero_si256();
+    A16_UNROLL for (int r = 0; r < R; r++) A16_UNROLL for (int j = 0; j < 8; j++) {
+      kcodes k;
+      kchunk(type, blk + (size_t)r * ws, j, &k);
+      kd_products(k.c, a16_load(q + 32 * j), k.c, a16_load(q + 32 * j + 256), kpick(sc[r], j),
+                  &lo[r], &hi[r]);
+    }
+    const __m256 s0 = _mm256_loadu_ps(act[b].s), s1 = _mm256_loadu_ps(act[b].s + 8);
+    A16_UNROLL for (int r = 0; r < R; r++) {
+      acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(kcombine(lo[r], hi[r])), _mm256_set1_ps(dd[r]),
+                               acc[r]);
+      __m128i m = k16_scale_bytes(type, blk + (size_t)r * ws);
+      if (type == WK_Q2_K) m = _mm_and_si128(_mm_srli_epi16(m, 4), _mm_set1_epi8(15));
+      acc[r] = _mm256_fnmadd_ps(kmins(m, mf[r], type != WK_Q2_K), s0, acc[r]);
+      acc[r] = _mm256_fnmadd_ps(kmins(_mm_srli_si128(m, 8), mf[r], type != WK_Q2_K), s1, acc[r]);
     }
   }
   A16_UNROLL for (int r = 0; r < R; r++) y[(size_t)r * yr] = a16_hsum(acc[r]);
@@ -464,6 +583,10 @@ AT AI void ktile(const int type, const int R, const int N, const uint8_t *w, siz
     kdec(type, R, w, ws, nb, xq, y, yr);
     return;
   }
+  if (N == 1 && R > 1 && (type == WK_Q2_K || type == WK_Q3_K)) {  // (neither is ksplit)
+    kdec16(type, R, w, ws, nb, xq, y, yr);
+    return;
+  }
   const int bytes = kbytes(type), with_m = type != WK_IQ4_XS;
   __m256 acc[A16_MAXR][A16_MAXN];
   A16_UNROLL for (int r = 0; r < R; r++) A16_UNROLL for (int t = 0; t < N; t++)
@@ -471,6 +594,7 @@ AT AI void ktile(const int type, const int R, const int N, const uint8_t *w, siz
   for (int64_t b = 0; b < nb; b++) {
     kprep p[A16_MAXR];
     const wk_act16k *a[A16_MAXN];
+    if (N == 1) kprefetch(type, R, w + (size_t)b * (size_t)bytes, ws);
     A16_UNROLL for (int r = 0; r < R; r++)
         kprep_block(type, w + (size_t)r * ws + (size_t)b * (size_t)bytes, &p[r]);
     A16_UNROLL for (int t = 0; t < N; t++) a[t] = (const wk_act16k *)(xq + (size_t)t * xs) + b;
@@ -523,14 +647,15 @@ AT AI void ktile(const int type, const int R, const int N, const uint8_t *w, siz
       y[(size_t)t * ys + (size_t)r * yr] = a16_hsum(acc[r][t]);
 }
 
-// Register tiles: main rows x tokens, decode rows (2 for ktile's loop, 3 for
-// Q6_K's (L2-resident rows, one thread: 15.9 -> 16.5 GB/s against 2), 4 for
-// kdec's (Q4_K, Q5_K: 2, 3, 6 and 8 measured 2-10% slower): measured best).
+// Register tiles: main rows x tokens, decode rows (3 for Q6_K's ktile loop
+// (L2-resident rows, one thread: 15.9 -> 16.5 GB/s against 2; 4: 6% slower),
+// 3 for kdec16's (Q2_K, Q3_K: 2 and 4 measured 1-3% slower), 4 for kdec's
+// (Q4_K, Q5_K: 2, 3, 6 and 8 measured 2-10% slower): measured best).
 #define K_RM 1
 #define K_RN 4
 
-A16_TYPE(q2_k, WK_Q2_K, ktile, 256, K_RM, K_RN, 2)
-A16_TYPE(q3_k, WK_Q3_K, ktile, 256, K_RM, K_RN, 2)
+A16_TYPE(q2_k, WK_Q2_K, ktile, 256, K_RM, K_RN, 3)
+A16_TYPE(q3_k, WK_Q3_K, ktile, 256, K_RM, K_RN, 3)
 A16_TYPE(q4_k, WK_Q4_K, ktile, 256, K_RM, K_RN, 4)
 A16_TYPE(q5_k, WK_Q5_K, ktile, 256, K_RM, K_RN, 4)
 A16_TYPE(q6_k, WK_Q6_K, ktile, 256, K_RM, K_RN, 3)
