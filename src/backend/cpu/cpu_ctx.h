@@ -36,7 +36,8 @@ typedef struct cpu_ctx {
   float *vecs;            // storage of every layer_vecs float vector and out_norm
   double *freqs;          // [n_layers][rope_dim / 2]
   float *out_norm;        // (dim)
-  void *k_cache, *v_cache;  // f16 (kv_f16) or f32 elements
+  void *k_cache, *v_cache;  // f16 (kv_f16) or f32 elements, 64-byte aligned
+  void *k_alloc, *v_alloc;  // their allocations
   bool kv_f16;            // the fast path with AVX2 + F16C: K and V stored as f16
   size_t kv_esz;          // bytes of one K or V element: 2 (kv_f16) or 4
   size_t kv_dim;          // n_kv_heads * head_dim
