@@ -85,7 +85,6 @@ struct cu_state {
   int attn_blocks_per_token;  // split attention's blocks a token and split (kv or query heads)
   int attn_per_sm;            // and of those an SM (cu_attn_decode_per_sm)
   int attn_splits_max;        // > 0: at most this many key splits (comparison)
-  int pf_o;                   // cu_ctx::mv_pf for the o-projection (WICK_CUDA_PF_O)
   cudaGraphExec_t graphs[GRAPH_MAX_N + 1][GRAPH_MAX_N + 1][ATT_SPLIT_LOG_MAX + 1];
 };
 
@@ -354,12 +353,9 @@ static int cuda_prepare(wk_backend *b, const wk_model *m, const wk_backend_param
   s->c.mv_mvr = mvr_opts_env();
   // WICK_CUDA_PF=N: steps of each warp's first unit the register-streamed
   // kernel asks of the L2 before its wait (default 1 for int8 x, 0 for f32
-  // x: mvr.cuh); WICK_CUDA_PF_O=N: the
-  // same for the o-projection alone, whose early requests meet decode
-  // attention's merge (comparison).
-  const char *pfe = getenv("WICK_CUDA_PF"), *pfo = getenv("WICK_CUDA_PF_O");
+  // x: mvr.cuh; comparison).
+  const char *pfe = getenv("WICK_CUDA_PF");
   s->c.mv_pf = pfe ? atoi(pfe) : -1;
-  s->pf_o = pfo ? atoi(pfo) : s->c.mv_pf;
   // WICK_CUDA_ATTN=warp: decode attention on the warp-per-key kernel;
   // =nomerge: the group kernel with a combine launch; =postapart: the Q/K/V
   // epilogue as its own launch in decode too; =nocluster: the splits merged
@@ -579,14 +575,9 @@ static int run_layers(cu_state *s, int n, int nl, int splits, wk_error *err) {
       RUN(cu_attention(c, &a, &s->meta, n, s->n_seqs, s->q, s->k, s->v, kc, vc, s->att,
                        gemm ? c->xh : NULL, splits, s->part, err));
     float *o_dst = C->post_attn ? s->hb : s->x, o_beta = C->post_attn ? 0.0f : 1.0f;
-    if (!(s->skip & SKIP_O)) {
-      const int pf = c->mv_pf;
-      c->mv_pf = s->pf_o;
-      st = gemm ? cu_matmul_xh(c, &C->wo, n, o_dst, o_beta, err)
-                : cu_matmul(c, &C->wo, s->att, n, o_dst, o_beta, err);
-      c->mv_pf = pf;
-      if (st) return st;
-    }
+    if (!(s->skip & SKIP_O))
+      RUN(gemm ? cu_matmul_xh(c, &C->wo, n, o_dst, o_beta, err)
+               : cu_matmul(c, &C->wo, s->att, n, o_dst, o_beta, err));
     if (C->post_attn)
       RUN(cu_rmsnorm(c, s->hb, NULL, C->post_attn, m->norm_eps, m->dim, n, s->x, true, err));
     RUN(layer_ffn(s, C, n, fold, err));

@@ -49,7 +49,7 @@ struct cu_ctx {
   int mv_mvr;             // the register-streamed kernel's comparison options (MVR_*)
   int mv_pf = -1;         // >= 0: the register-streamed kernel's L2 prefetch before the
                           // wait, in steps of a warp's first unit (-1: the kernel's
-                          // default, mvr.cuh; the forward may change it around one product)
+                          // default, mvr.cuh; WICK_CUDA_PF)
   int pdl;                // 1: the decode kernels (all but the GEMM path's and flash
                           // attention) use programmatic dependent launch
   int pdl_v4;             // 1: the v4 matrix-vector kernel too (off by default)

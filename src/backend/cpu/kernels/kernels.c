@@ -16,12 +16,12 @@ typedef struct {
 } type_row;
 
 static const type_row k_types[] = {
-    {WK_F32, WK_ACT_F32},      {WK_F16, WK_ACT_F32},      {WK_BF16, WK_ACT_F32},
+    {WK_F32, WK_ACT_F32},       {WK_F16, WK_ACT_F32},       {WK_BF16, WK_ACT_F32},
     {WK_FP8_E4M3, WK_ACT_F32S}, {WK_FP8_E5M2, WK_ACT_F32S}, {WK_Q4_0, WK_ACT_Q8},
-    {WK_Q4_1, WK_ACT_Q8},      {WK_Q5_0, WK_ACT_Q8},      {WK_Q5_1, WK_ACT_Q8},
-    {WK_Q8_0, WK_ACT_Q8},      {WK_IQ4_NL, WK_ACT_Q8},    {WK_Q2_K, WK_ACT_Q8K},
-    {WK_Q3_K, WK_ACT_Q8K},     {WK_Q4_K, WK_ACT_Q8K},     {WK_Q5_K, WK_ACT_Q8K},
-    {WK_Q6_K, WK_ACT_Q8K},     {WK_IQ4_XS, WK_ACT_Q8K},
+    {WK_Q4_1, WK_ACT_Q8},       {WK_Q5_0, WK_ACT_Q8},       {WK_Q5_1, WK_ACT_Q8},
+    {WK_Q8_0, WK_ACT_Q8},       {WK_IQ4_NL, WK_ACT_Q8},     {WK_Q2_K, WK_ACT_Q8K},
+    {WK_Q3_K, WK_ACT_Q8K},      {WK_Q4_K, WK_ACT_Q8K},      {WK_Q5_K, WK_ACT_Q8K},
+    {WK_Q6_K, WK_ACT_Q8K},      {WK_IQ4_XS, WK_ACT_Q8K},
 };
 
 static int act_block(int act) { return act == WK_ACT_Q8 ? 32 : act == WK_ACT_Q8K ? 256 : 1; }
