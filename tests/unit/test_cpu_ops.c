@@ -389,6 +389,7 @@ static void test_mm_fast(wk_pool *pool) {
       cpu_mm_run(pool, scratch, cpu_matmul_scratch(K), &act, mp, y, 3);
       for (int i = 0; i < 3; i++) {
         const int type = sets[si][i], act_fmt = mm[i].kr.act;
+        const bool f32 = act_fmt == WK_ACT_F32 || act_fmt == WK_ACT_F32S;  // exact activations
         const int blk = act_fmt == WK_ACT_Q8K ? 256 : 32;
         int bad = 0;
         double e2 = 0, b2 = 0;
@@ -405,7 +406,6 @@ static void test_mm_fast(wk_pool *pool) {
                 bound += fabs(wr[j]) * amax / 254;
               }
             }
-            const bool f32 = act_fmt == WK_ACT_F32 || act_fmt == WK_ACT_F32S;
             double tol = (f32 ? 0 : bound * 1.01) + 1e-5 * mag;
             double got = y[i][(size_t)t * rows[i] + r];
             e2 += (got - d) * (got - d), b2 += tol * tol;
@@ -416,7 +416,7 @@ static void test_mm_fast(wk_pool *pool) {
             }
           }
         // Rounding noise, not the worst case: its rms is ~0.04 of the bound's.
-        const double rms_max = act_fmt == WK_ACT_F32 || act_fmt == WK_ACT_F32S ? 0.01 : 0.08;
+        const double rms_max = f32 ? 0.01 : 0.08;
         CHECK(bad || sqrt(e2 / b2) <= rms_max, "fast matmul %s T=%d: rms error %.3g of the bound",
               wk_type_get(type)->name, T, sqrt(e2 / b2));
       }

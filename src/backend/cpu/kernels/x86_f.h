@@ -12,8 +12,8 @@
 // into a fresh vector (a multiply, then three fused multiply-adds) added to
 // the partial, which keeps the chains short (faster multi-token tiles for the
 // cheap-to-decode types). FP8 blocks scale the partial sum into acc with one
-// fused multiply-add; unscaled types add it. FP8 tiles of one token prefetch
-// their rows ahead (KF_AHEAD).
+// fused multiply-add; unscaled types add it.
+//
 // One token of FP8: each row's block KF_AHEAD bytes ahead is prefetched (one
 // thread from memory, 4096x14336 and 14336x4096: fp8_e4m3 15.2-15.9 ->
 // 16.3-16.4 GB/s, three alternating runs; F16/BF16, already at the read
