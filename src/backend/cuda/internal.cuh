@@ -44,8 +44,9 @@ struct cu_ctx {
   int mv_wide;            // Q4_K/Q5_K rows of <= 8192 columns on the register kernel's wide
                           // format: WIDE_FILLS (where its grid fills the SMs), WIDE_OFF,
                           // WIDE_ALL (matvec.cu)
-  int mv_fp8w;            // 1: FP8 E4M3 on the register-streamed kernel's 16-byte-piece
-                          // format (mvr_fp8w.cuh, f16 x; opt-in: no faster, session 7)
+  int mv_fp8w;            // FP8 products: 0 the v4 kernel; FP8_W (E4M3) the register-
+                          // streamed kernel's 16-byte-piece format (mvr_fp8w.cuh, f16 x);
+                          // FP8_REG its plain format (mvr.cuh, f32 x). Opt-in, comparison
   int mv_mvr;             // the register-streamed kernel's comparison options (MVR_*)
   int mv_pf = -1;         // >= 0: the register-streamed kernel's L2 prefetch before the
                           // wait, in steps of a warp's first unit (-1: the kernel's
@@ -73,6 +74,8 @@ struct cu_ctx {
 // register-streamed kernel (mvr.cuh, int8 x, fused gate/up, folded norm) for
 // the types it serves (mvr_has: Q4_K, Q5_K, Q6_K, Q8_0), MV_INT8 for the rest.
 enum { MV_INT8 = 0, MV_F32X = 1, MV_STREAM = 2, MV_REG = 3 };
+// cu_ctx.mv_fp8w (WICK_CUDA_FP8W=1 / =reg).
+enum { FP8_V4 = 0, FP8_W = 1, FP8_REG = 2 };
 
 // An RMSNorm folded into a matrix-vector product's input: the kernel reads
 // each token's x as rmsnorm(x) * w (the row's scale applied to the sums).

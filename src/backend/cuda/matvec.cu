@@ -109,8 +109,8 @@ static bool mvr_wide_fills(const mv_jobs &js, int n) {
   return 10L * wide >= 9L * lanes8;
 }
 
-// The register-streamed kernel (int8 x; f32 x for F16/BF16; f16 x for FP8
-// E4M3 under WICK_CUDA_FP8W=1); falls back to the streamed one where x's
+// The register-streamed kernel (int8 x; f32 x for F16/BF16, and FP8 under
+// WICK_CUDA_FP8W=reg; f16 x for FP8 E4M3 under WICK_CUDA_FP8W=1); falls back to the streamed one where x's
 // copy does not fit in shared memory or (FP8) a row is no whole 4-block steps.
 template <int T, bool GLU>
 static cudaError_t launch_mvr(const cu_ctx *c, const mv_jobs &jobs, int cols, const float *x, int n,
@@ -136,10 +136,12 @@ static cudaError_t launch_mvr(const cu_ctx *c, const mv_jobs &jobs, int cols, co
     }
   }
   if constexpr (T == WK_FP8_E4M3) {  // opt-in (WICK_CUDA_FP8W=1): rows of whole 4-block steps
-    cudaError_t e = mvr_fp8w_launch<T, GLU>(js, cols, x, n, beta, act, c->pdl != 0, c->st);
-    if (e != cudaErrorInvalidValue) return e;
+    if (c->mv_fp8w == FP8_W) {
+      cudaError_t e = mvr_fp8w_launch<T, GLU>(js, cols, x, n, beta, act, c->pdl != 0, c->st);
+      if (e != cudaErrorInvalidValue) return e;
+    }
   }
-  if constexpr (mvr_has<T>::value) {
+  if constexpr (mvr_can<T>::value) {  // FP8 only when picked (pick_kernel)
     using C = mvr_cfg<T, GLU>;
     cudaError_t e =
         mvr_launch<T, C::NT, C::RW, C::D, GLU>(js, cols, x, n, beta, act, c->pdl != 0, c->st);
@@ -155,7 +157,9 @@ enum { KER_V4, KER_V5, KER_MVS, KER_MVR };
 template <int T>
 static int pick_kernel(const cu_ctx *c) {
   if (c->mv_f32x == MV_REG && mvr_has<T>::value) return KER_MVR;
-  if (c->mv_f32x == MV_REG && T == WK_FP8_E4M3 && c->mv_fp8w) return KER_MVR;  // opt-in
+  if (c->mv_f32x == MV_REG && (T == WK_FP8_E4M3 || T == WK_FP8_E5M2) &&
+      (c->mv_fp8w == FP8_REG || (T == WK_FP8_E4M3 && c->mv_fp8w == FP8_W)))
+    return KER_MVR;  // opt-in (WICK_CUDA_FP8W)
   int m = c->mv_f32x == MV_REG ? MV_INT8 : c->mv_f32x;
   if (m == MV_STREAM || (m == MV_INT8 && mvs_cfg<T>::DEFAULT)) return KER_MVS;
   return m == MV_INT8 && mvq_has<T>::value ? KER_V5 : KER_V4;
