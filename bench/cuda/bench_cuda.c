@@ -95,16 +95,19 @@ static int bench_matvec(double copy_gbps) {
   // at its other (threads, rows a step, items in flight) shapes; its wide
   // format (4 lanes a super-block: Q4_K, Q5_K), without and with dependent
   // launch, and at its other shape (mvr_w4_cfg's ALT); FP8 E4M3 in 16-byte
-  // pieces (mvr_fp8w.cuh) with dependent launch.
+  // pieces (mvr_fp8w.cuh) with dependent launch; the register kernel with
+  // dependent launch at 1 item in flight, and (FP8 only) 2, 3 and 5.
   static const cuda_mv_cfg cfg[] = {{0, 0, 0, 0, 0}, {1, 0, 0, 0, 0}, {2, 0, 0, 0, 0},
                                     {2, 1, 0, 0, 0}, {4, 0, 0, 0, 0}, {4, 1, 0, 0, 0},
                                     {4, 0, 1, 0, 0}, {4, 0, 2, 0, 0}, {4, 0, 3, 0, 0},
                                     {4, 0, 4, 0, 0}, {4, 1, 4, 0, 0}, {4, 0, 5, 0, 0},
-                                    {4, 1, 6, 0, 0}};
+                                    {4, 1, 6, 0, 0}, {4, 1, 1, 0, 0}, {4, 1, 7, 0, 0},
+                                    {4, 1, 8, 0, 0}, {4, 1, 9, 0, 0}};
   static const char *cname[] = {"",     "/f32x",    "/stream",      "/stream+pdl",
                                 "/reg", "/reg+pdl", "/reg 1024/1/1", "/reg 512/2/1",
                                 "/reg 768/1/2", "/reg w4", "/reg w4+pdl", "/reg w4 alt",
-                                "/reg fp8w+pdl"};
+                                "/reg fp8w+pdl", "/reg 1024/1/1+pdl", "/reg 1024/1/2+pdl",
+                                "/reg 1024/1/3+pdl", "/reg 1024/1/5+pdl"};
   enum { NC = sizeof cfg / sizeof cfg[0] };
   const int64_t A = 4096, B = 14336;
   wk_pool *pool = wk_pool_create((int)sysconf(_SC_NPROCESSORS_ONLN));

@@ -345,9 +345,11 @@ static int cuda_prepare(wk_backend *b, const wk_model *m, const wk_backend_param
   s->c.mv_wide = !we ? WIDE_FILLS : we[0] == '0' ? WIDE_OFF : !strcmp(we, "all") ? WIDE_ALL : WIDE_FILLS;
   // WICK_CUDA_FP8W=1: FP8 E4M3 products on the register kernel's 16-byte-piece
   // format with f16 x (mvr_fp8w.cuh); =reg: FP8 E4M3/E5M2 on its plain format
-  // with f32 x (mvr.cuh). Comparison settings: the default is the v4 kernel.
+  // with f32 x (mvr.cuh), =reg1, reg3, reg5 with that many items in flight.
+  // Comparison settings: the default is the v4 kernel.
   const char *f8 = getenv("WICK_CUDA_FP8W");
-  s->c.mv_fp8w = !f8 ? FP8_V4 : f8[0] == '1' ? FP8_W : !strcmp(f8, "reg") ? FP8_REG : FP8_V4;
+  s->c.mv_fp8w = !f8 ? FP8_V4 : f8[0] == '1' ? FP8_W : !strncmp(f8, "reg", 3) ? FP8_REG : FP8_V4;
+  s->c.mv_fp8d = s->c.mv_fp8w == FP8_REG ? atoi(f8 + 3) : 0;
   // WICK_CUDA_MVR=late, whole or late+whole: the register-streamed kernel's
   // F16/BF16/FP8 products as in session 6 (first weight loads after x is
   // staged; whole rows a warp) for comparison (internal.cuh, mvr.cuh).

@@ -452,7 +452,8 @@ static cudaError_t bench_mvs(int shape, const uint8_t *w, size_t rb, int rows, i
 // The register-streamed kernel, shape 0 its (threads, rows a step, items in
 // flight) for the type, 1 (1024, 1, 1), 2 (512, 2, 1), 3 (768, 1, 2), 4 the
 // wide format at its shape (Q4_K, Q5_K: mvr_w4.cuh), 5 at its ALT shape, 6
-// FP8 E4M3 in 16-byte pieces (mvr_fp8w.cuh).
+// FP8 E4M3 in 16-byte pieces (mvr_fp8w.cuh); FP8 at (1024, 1, D) for D 2, 3,
+// 5 (7, 8, 9).
 template <int T>
 static cudaError_t bench_mvr(int shape, const uint8_t *w, size_t rb, int rows, int cols,
                              const float *x, float *y, bool pdl, cudaStream_t st) {
@@ -470,6 +471,11 @@ static cudaError_t bench_mvr(int shape, const uint8_t *w, size_t rb, int rows, i
     if (shape == 4) return test_mvr_w4<T, false>(js, cols, x, 1, 0.0f, 0, pdl, st);
     if (shape == 5) return test_mvr_w4<T, false, true>(js, cols, x, 1, 0.0f, 0, pdl, st);
     if (shape == 6) return mvr_fp8w_launch<T, false>(js, cols, x, 1, 0.0f, 0, pdl, st);
+    if constexpr (T == WK_FP8_E4M3 || T == WK_FP8_E5M2) {  // items in flight, FP8 only
+      if (shape == 7) return mvr_launch<T, 1024, 1, 2, false>(js, cols, x, 1, 0.0f, 0, pdl, st);
+      if (shape == 8) return mvr_launch<T, 1024, 1, 3, false>(js, cols, x, 1, 0.0f, 0, pdl, st);
+      if (shape == 9) return mvr_launch<T, 1024, 1, 5, false>(js, cols, x, 1, 0.0f, 0, pdl, st);
+    }
   }
   return cudaErrorNotSupported;
 }

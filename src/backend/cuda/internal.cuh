@@ -47,6 +47,7 @@ struct cu_ctx {
   int mv_fp8w;            // FP8 products: 0 the v4 kernel; FP8_W (E4M3) the register-
                           // streamed kernel's 16-byte-piece format (mvr_fp8w.cuh, f16 x);
                           // FP8_REG its plain format (mvr.cuh, f32 x). Opt-in, comparison
+  int mv_fp8d;            // FP8_REG: items in flight (1, 3 or 5; else mvr_cfg's)
   int mv_mvr;             // the register-streamed kernel's comparison options (MVR_*)
   int mv_pf = -1;         // >= 0: the register-streamed kernel's L2 prefetch before the
                           // wait, in steps of a warp's first unit (-1: the kernel's

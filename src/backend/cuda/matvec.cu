@@ -141,6 +141,14 @@ static cudaError_t launch_mvr(const cu_ctx *c, const mv_jobs &jobs, int cols, co
       if (e != cudaErrorInvalidValue) return e;
     }
   }
+  if constexpr (T == WK_FP8_E4M3 || T == WK_FP8_E5M2) {  // WICK_CUDA_FP8W=reg1, reg3, reg5
+    const int d = c->mv_fp8d;
+    cudaError_t e = cudaErrorInvalidValue;
+    if (d == 1) e = mvr_launch<T, 1024, 1, 1, GLU>(js, cols, x, n, beta, act, c->pdl != 0, c->st);
+    if (d == 3) e = mvr_launch<T, 1024, 1, 3, GLU>(js, cols, x, n, beta, act, c->pdl != 0, c->st);
+    if (d == 5) e = mvr_launch<T, 1024, 1, 5, GLU>(js, cols, x, n, beta, act, c->pdl != 0, c->st);
+    if (e != cudaErrorInvalidValue) return e;
+  }
   if constexpr (mvr_can<T>::value) {  // FP8 only when picked (pick_kernel)
     using C = mvr_cfg<T, GLU>;
     cudaError_t e =
