@@ -343,13 +343,22 @@ static int cuda_prepare(wk_backend *b, const wk_model *m, const wk_backend_param
   // columns (session 6), not only where its grid fills the SMs (comparison).
   const char *we = getenv("WICK_CUDA_WIDE");
   s->c.mv_wide = !we ? WIDE_FILLS : we[0] == '0' ? WIDE_OFF : !strcmp(we, "all") ? WIDE_ALL : WIDE_FILLS;
-  // WICK_CUDA_FP8W=1: FP8 E4M3 products on the register kernel's 16-byte-piece
-  // format with f16 x (mvr_fp8w.cuh); =reg: FP8 E4M3/E5M2 on its plain format
-  // with f32 x (mvr.cuh), =reg1, reg3, reg5 with that many items in flight.
-  // Comparison settings: the default is the v4 kernel.
+  // FP8 products run on the register kernel's plain format with f32 x
+  // (mvr.cuh, 1 item in flight); WICK_CUDA_FP8W=reg3 or =reg5 with that many
+  // items in flight, =v4 on the v4 kernel (the default before session 12),
+  // =1 (E4M3) on the 16-byte-piece format with f16 x (mvr_fp8w.cuh).
+  // Comparison settings.
   const char *f8 = getenv("WICK_CUDA_FP8W");
-  s->c.mv_fp8w = !f8 ? FP8_V4 : f8[0] == '1' ? FP8_W : !strncmp(f8, "reg", 3) ? FP8_REG : FP8_V4;
-  s->c.mv_fp8d = s->c.mv_fp8w == FP8_REG ? atoi(f8 + 3) : 0;
+  s->c.mv_fp8w = !f8                    ? FP8_REG
+                 : f8[0] == '1'         ? FP8_W
+                 : !strcmp(f8, "v4")    ? FP8_V4
+                                        : FP8_REG;
+  s->c.mv_fp8d = f8 && !strncmp(f8, "reg", 3) ? atoi(f8 + 3) : 0;
+  // WICK_CUDA_MVD=1: the int8-x types (Q4_K, Q5_K, Q8_0; Q6_K is there
+  // already) on the register kernel at 1024 threads and 1 item in flight,
+  // the wide Q4_K format at its ALT shape (comparison).
+  const char *mvd = getenv("WICK_CUDA_MVD");
+  s->c.mv_d1 = mvd && mvd[0] == '1';
   // WICK_CUDA_MVR=late, whole or late+whole: the register-streamed kernel's
   // F16/BF16/FP8 products as in session 6 (first weight loads after x is
   // staged; whole rows a warp) for comparison (internal.cuh, mvr.cuh).

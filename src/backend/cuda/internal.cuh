@@ -44,10 +44,13 @@ struct cu_ctx {
   int mv_wide;            // Q4_K/Q5_K rows of <= 8192 columns on the register kernel's wide
                           // format: WIDE_FILLS (where its grid fills the SMs), WIDE_OFF,
                           // WIDE_ALL (matvec.cu)
-  int mv_fp8w;            // FP8 products: 0 the v4 kernel; FP8_W (E4M3) the register-
-                          // streamed kernel's 16-byte-piece format (mvr_fp8w.cuh, f16 x);
-                          // FP8_REG its plain format (mvr.cuh, f32 x). Opt-in, comparison
-  int mv_fp8d;            // FP8_REG: items in flight (1, 3 or 5; else mvr_cfg's)
+  int mv_fp8w;            // FP8 products: FP8_REG (default) the register-streamed
+                          // kernel's plain format (mvr.cuh, f32 x); FP8_V4 the v4 kernel,
+                          // FP8_W (E4M3) the 16-byte-piece format (mvr_fp8w.cuh, f16 x):
+                          // comparison settings
+  int mv_fp8d;            // FP8_REG: items in flight (3 or 5; else mvr_cfg's, 1)
+  int mv_d1;              // 1: the int8-x types on the register kernel at 1024 threads,
+                          // 1 item in flight (comparison, WICK_CUDA_MVD=1)
   int mv_mvr;             // the register-streamed kernel's comparison options (MVR_*)
   int mv_pf = -1;         // >= 0: the register-streamed kernel's L2 prefetch before the
                           // wait, in steps of a warp's first unit (-1: the kernel's
@@ -73,10 +76,11 @@ struct cu_ctx {
 // (v4); MV_STREAM, the streamed kernel for every type (mvs.cuh: int8 x for
 // the quantized types, f32 x for the others, fused gate/up); MV_REG, the
 // register-streamed kernel (mvr.cuh, int8 x, fused gate/up, folded norm) for
-// the types it serves (mvr_has: Q4_K, Q5_K, Q6_K, Q8_0), MV_INT8 for the rest.
+// the types it serves (mvr_has: Q4_K, Q5_K, Q6_K, Q8_0, F16, BF16, FP8), MV_INT8
+// for the rest.
 enum { MV_INT8 = 0, MV_F32X = 1, MV_STREAM = 2, MV_REG = 3 };
-// cu_ctx.mv_fp8w (WICK_CUDA_FP8W=1 / =reg).
-enum { FP8_V4 = 0, FP8_W = 1, FP8_REG = 2 };
+// cu_ctx.mv_fp8w (WICK_CUDA_FP8W=reg, =reg3, =reg5 / =v4 / =1).
+enum { FP8_REG = 0, FP8_V4 = 1, FP8_W = 2 };
 
 // An RMSNorm folded into a matrix-vector product's input: the kernel reads
 // each token's x as rmsnorm(x) * w (the row's scale applied to the sums).

@@ -109,8 +109,8 @@ static bool mvr_wide_fills(const mv_jobs &js, int n) {
   return 10L * wide >= 9L * lanes8;
 }
 
-// The register-streamed kernel (int8 x; f32 x for F16/BF16, and FP8 under
-// WICK_CUDA_FP8W=reg; f16 x for FP8 E4M3 under WICK_CUDA_FP8W=1); falls back to the streamed one where x's
+// The register-streamed kernel (int8 x; f32 x for F16/BF16/FP8; f16 x for
+// FP8 E4M3 under WICK_CUDA_FP8W=1); falls back to the streamed one where x's
 // copy does not fit in shared memory or (FP8) a row is no whole 4-block steps.
 template <int T, bool GLU>
 static cudaError_t launch_mvr(const cu_ctx *c, const mv_jobs &jobs, int cols, const float *x, int n,
@@ -130,8 +130,13 @@ static cudaError_t launch_mvr(const cu_ctx *c, const mv_jobs &jobs, int cols, co
     if (c->mv_wide != WIDE_OFF && cols <= 8192 &&
         (c->mv_wide == WIDE_ALL || mvr_wide_fills<T, GLU>(js, n))) {
       using W = mvr_w4_cfg<T, GLU>;
-      cudaError_t e = mvr_launch<T, W::NT, W::RW, W::D, GLU, mvr_wide4<T>>(
-          js, cols, x, n, beta, act, c->pdl != 0, c->st);
+      using A = mvr_w4_cfg<T, GLU, true>;  // WICK_CUDA_MVD=1 (Q4_K: 1024 threads, 1 item)
+      cudaError_t e =
+          T == WK_Q4_K && c->mv_d1
+              ? mvr_launch<T, A::NT, A::RW, A::D, GLU, mvr_wide4<T>>(js, cols, x, n, beta, act,
+                                                                     c->pdl != 0, c->st)
+              : mvr_launch<T, W::NT, W::RW, W::D, GLU, mvr_wide4<T>>(js, cols, x, n, beta, act,
+                                                                     c->pdl != 0, c->st);
       if (e != cudaErrorInvalidValue) return e;
     }
   }
@@ -141,15 +146,21 @@ static cudaError_t launch_mvr(const cu_ctx *c, const mv_jobs &jobs, int cols, co
       if (e != cudaErrorInvalidValue) return e;
     }
   }
-  if constexpr (T == WK_FP8_E4M3 || T == WK_FP8_E5M2) {  // WICK_CUDA_FP8W=reg1, reg3, reg5
+  if constexpr (T == WK_FP8_E4M3 || T == WK_FP8_E5M2) {  // WICK_CUDA_FP8W=reg3, reg5
     const int d = c->mv_fp8d;
     cudaError_t e = cudaErrorInvalidValue;
-    if (d == 1) e = mvr_launch<T, 1024, 1, 1, GLU>(js, cols, x, n, beta, act, c->pdl != 0, c->st);
     if (d == 3) e = mvr_launch<T, 1024, 1, 3, GLU>(js, cols, x, n, beta, act, c->pdl != 0, c->st);
     if (d == 5) e = mvr_launch<T, 1024, 1, 5, GLU>(js, cols, x, n, beta, act, c->pdl != 0, c->st);
     if (e != cudaErrorInvalidValue) return e;
   }
-  if constexpr (mvr_can<T>::value) {  // FP8 only when picked (pick_kernel)
+  if constexpr (T == WK_Q4_K || T == WK_Q5_K || T == WK_Q8_0) {  // WICK_CUDA_MVD=1
+    if (c->mv_d1) {
+      cudaError_t e =
+          mvr_launch<T, 1024, 1, 1, GLU>(js, cols, x, n, beta, act, c->pdl != 0, c->st);
+      if (e != cudaErrorInvalidValue) return e;
+    }
+  }
+  if constexpr (mvr_has<T>::value) {
     using C = mvr_cfg<T, GLU>;
     cudaError_t e =
         mvr_launch<T, C::NT, C::RW, C::D, GLU>(js, cols, x, n, beta, act, c->pdl != 0, c->st);
@@ -164,10 +175,9 @@ static cudaError_t launch_mvr(const cu_ctx *c, const mv_jobs &jobs, int cols, co
 enum { KER_V4, KER_V5, KER_MVS, KER_MVR };
 template <int T>
 static int pick_kernel(const cu_ctx *c) {
-  if (c->mv_f32x == MV_REG && mvr_has<T>::value) return KER_MVR;
-  if (c->mv_f32x == MV_REG && (T == WK_FP8_E4M3 || T == WK_FP8_E5M2) &&
-      (c->mv_fp8w == FP8_REG || (T == WK_FP8_E4M3 && c->mv_fp8w == FP8_W)))
-    return KER_MVR;  // opt-in (WICK_CUDA_FP8W)
+  const bool fp8 = T == WK_FP8_E4M3 || T == WK_FP8_E5M2;
+  if (c->mv_f32x == MV_REG && mvr_has<T>::value && !(fp8 && c->mv_fp8w == FP8_V4))
+    return KER_MVR;  // FP8: WICK_CUDA_FP8W=v4 for the v4 kernel
   int m = c->mv_f32x == MV_REG ? MV_INT8 : c->mv_f32x;
   if (m == MV_STREAM || (m == MV_INT8 && mvs_cfg<T>::DEFAULT)) return KER_MVS;
   return m == MV_INT8 && mvq_has<T>::value ? KER_V5 : KER_V4;

@@ -388,12 +388,12 @@ template <>
 struct mvr_fmt<WK_BF16> : mvr_f16<WK_BF16> {};
 
 // The types k_mvr has a format for (mvr_can), those MV_REG sends to it by
-// default (mvr_has; not FP8: 56-60% of the copy rate at 4096x14336 /
-// 14336x4096 against the v4 kernel's 60-61%, and 8B FP8 decode 3.58 against
-// 3.48 ms, session 4 call 5; F16/BF16 measured 87/81% against v4's
-// 82/76%), and those whose x it
+// default (mvr_has: all of them since session 12; FP8 had stayed on the v4
+// kernel, 60-61% of the copy rate, while its format here ran 7 items in
+// flight with spills at 55-60%: at 1 item, 69-70% with dependent launch, and
+// 8B FP8 decode 2.88 against 3.43 ms; F16/BF16 measured 87/81% against v4's
+// 82/76% in session 4), and those whose x it
 // keeps in f32 (shared memory: cols floats) rather than rounded to int8
-// (cols bytes and a uint2 a group).
 template <int T>
 struct mvr_can {
   static constexpr bool value = T == WK_Q4_K || T == WK_Q5_K || T == WK_Q6_K || T == WK_Q8_0 ||
@@ -402,7 +402,7 @@ struct mvr_can {
 };
 template <int T>
 struct mvr_has {
-  static constexpr bool value = mvr_can<T>::value && T != WK_FP8_E4M3 && T != WK_FP8_E5M2;
+  static constexpr bool value = mvr_can<T>::value;
 };
 template <int T>
 struct mvr_f32x {
@@ -711,10 +711,16 @@ struct mvr_cfg {
   static constexpr int RW = 1;
   // Q6_K: 1024 threads and one item ahead measured 55/51% of the copy rate
   // at 4096x14336 / 14336x4096 against 40/53% with 768 and two (session 4).
-  // f32 x types: 16-16.5 bytes a lane a step in 4-5 registers, so 7 steps
-  // in flight (~115-118 KB an SM; Q8_0's 3 hold ~104 KB) fit in 64
-  // registers (FP8 at 9 spills).
-  static constexpr int D = T == WK_Q6_K ? 1 : T == WK_Q5_K && !GLU ? 2 : mvr_f32x<T>::value ? 7 : 3;
+  // F16/BF16: 16 bytes a lane a step in 4 registers, so 7 steps in flight
+  // (~115 KB an SM; Q8_0's 3 hold ~104 KB) fit in 64 registers. FP8: 7
+  // spilled (36-48 bytes) and measured 55-60% of the copy rate; 1, 2 or 3
+  // items 69-71% with dependent launch, 5 67-68%; in the 8B decode 1 item
+  // 2.879 / 3.224 ms at context 16 / 4096, 3 items 2.90 / 3.24, 5 2.96 /
+  // 3.32 (session 12, call 2).
+  static constexpr int D = T == WK_Q6_K ? 1
+                           : T == WK_Q5_K && !GLU ? 2
+                           : T == WK_FP8_E4M3 || T == WK_FP8_E5M2 ? 1
+                           : mvr_f32x<T>::value ? 7 : 3;
   static constexpr int NT = T == WK_Q5_K && GLU ? 768 : 1024;
 };
 
