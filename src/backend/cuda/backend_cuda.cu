@@ -354,11 +354,13 @@ static int cuda_prepare(wk_backend *b, const wk_model *m, const wk_backend_param
                  : !strcmp(f8, "v4")    ? FP8_V4
                                         : FP8_REG;
   s->c.mv_fp8d = f8 && !strncmp(f8, "reg", 3) ? atoi(f8 + 3) : 0;
-  // WICK_CUDA_MVD=1: the int8-x types (Q4_K, Q5_K, Q8_0; Q6_K is there
-  // already) on the register kernel at 1024 threads and 1 item in flight,
-  // the wide Q4_K format at its ALT shape (comparison).
-  const char *mvd = getenv("WICK_CUDA_MVD");
-  s->c.mv_d1 = mvd && mvd[0] == '1';
+  // WICK_CUDA_MVD=0: the int8-x types (Q4_K, Q5_K, Q8_0) on the register
+  // kernel at their session-11 shapes (more items in flight; the wide Q4_K
+  // format at 768 threads, 3 items); WICK_CUDA_F16D=1 or 3: F16/BF16 at
+  // that many items in flight (default 7). Comparison settings.
+  const char *mvd = getenv("WICK_CUDA_MVD"), *f16d = getenv("WICK_CUDA_F16D");
+  s->c.mv_s11 = mvd && mvd[0] == '0';
+  s->c.mv_f16d = f16d ? atoi(f16d) : 0;
   // WICK_CUDA_MVR=late, whole or late+whole: the register-streamed kernel's
   // F16/BF16/FP8 products as in session 6 (first weight loads after x is
   // staged; whole rows a warp) for comparison (internal.cuh, mvr.cuh).

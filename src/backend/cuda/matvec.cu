@@ -91,8 +91,9 @@ static cudaError_t launch_v5(cu_ctx *c, const cu_weight *const *ws, float *const
                    ws[0]->cols, x, beta, 0);
 }
 
-// Whether the wide format's whole-units grid for js (n tokens) uses at
-// least 90% of the blocks the 8-lane format's does.
+// Whether the wide format's whole-units grid for js (n tokens), in blocks
+// of MVR_W4_RULE_NT threads, uses at least 90% of the blocks the 8-lane
+// format's does (the o-projection of an 8B model is 8-lane by this rule).
 template <int T, bool GLU>
 static bool mvr_wide_fills(const mv_jobs &js, int n) {
   int dev = 0, sms = 0;
@@ -104,7 +105,7 @@ static bool mvr_wide_fills(const mv_jobs &js, int n) {
   long units = 0;
   for (int i = 0; i < (GLU ? 1 : js.n); i++) units += js.j[i].rows;
   const long wave = sms / n > 0 ? sms / n : 1;
-  const int wide = mvr_whole_blocks(units, wave, mvr_w4_cfg<T, GLU>::NT / 32);
+  const int wide = mvr_whole_blocks(units, wave, MVR_W4_RULE_NT / 32);
   const int lanes8 = mvr_whole_blocks(units, wave, mvr_cfg<T, GLU>::NT / 32);
   return 10L * wide >= 9L * lanes8;
 }
@@ -130,9 +131,9 @@ static cudaError_t launch_mvr(const cu_ctx *c, const mv_jobs &jobs, int cols, co
     if (c->mv_wide != WIDE_OFF && cols <= 8192 &&
         (c->mv_wide == WIDE_ALL || mvr_wide_fills<T, GLU>(js, n))) {
       using W = mvr_w4_cfg<T, GLU>;
-      using A = mvr_w4_cfg<T, GLU, true>;  // WICK_CUDA_MVD=1 (Q4_K: 1024 threads, 1 item)
+      using A = mvr_w4_cfg<T, GLU, true>;  // WICK_CUDA_MVD=0 (Q4_K: 768 threads, 3 items)
       cudaError_t e =
-          T == WK_Q4_K && c->mv_d1
+          T == WK_Q4_K && c->mv_s11
               ? mvr_launch<T, A::NT, A::RW, A::D, GLU, mvr_wide4<T>>(js, cols, x, n, beta, act,
                                                                      c->pdl != 0, c->st)
               : mvr_launch<T, W::NT, W::RW, W::D, GLU, mvr_wide4<T>>(js, cols, x, n, beta, act,
@@ -153,12 +154,21 @@ static cudaError_t launch_mvr(const cu_ctx *c, const mv_jobs &jobs, int cols, co
     if (d == 5) e = mvr_launch<T, 1024, 1, 5, GLU>(js, cols, x, n, beta, act, c->pdl != 0, c->st);
     if (e != cudaErrorInvalidValue) return e;
   }
-  if constexpr (T == WK_Q4_K || T == WK_Q5_K || T == WK_Q8_0) {  // WICK_CUDA_MVD=1
-    if (c->mv_d1) {
+  if constexpr (T == WK_Q4_K || T == WK_Q5_K || T == WK_Q8_0) {  // WICK_CUDA_MVD=0
+    if (c->mv_s11) {
+      using S = mvr_cfg_s11<T, GLU>;
       cudaError_t e =
-          mvr_launch<T, 1024, 1, 1, GLU>(js, cols, x, n, beta, act, c->pdl != 0, c->st);
+          mvr_launch<T, S::NT, S::RW, S::D, GLU>(js, cols, x, n, beta, act, c->pdl != 0, c->st);
       if (e != cudaErrorInvalidValue) return e;
     }
+  }
+  if constexpr (T == WK_F16 || T == WK_BF16) {  // WICK_CUDA_F16D=1 or 3
+    cudaError_t e = cudaErrorInvalidValue;
+    if (c->mv_f16d == 1)
+      e = mvr_launch<T, 1024, 1, 1, GLU>(js, cols, x, n, beta, act, c->pdl != 0, c->st);
+    if (c->mv_f16d == 3)
+      e = mvr_launch<T, 1024, 1, 3, GLU>(js, cols, x, n, beta, act, c->pdl != 0, c->st);
+    if (e != cudaErrorInvalidValue) return e;
   }
   if constexpr (mvr_has<T>::value) {
     using C = mvr_cfg<T, GLU>;

@@ -712,15 +712,22 @@ struct mvr_cfg {
   // Q6_K: 1024 threads and one item ahead measured 55/51% of the copy rate
   // at 4096x14336 / 14336x4096 against 40/53% with 768 and two (session 4).
   // F16/BF16: 16 bytes a lane a step in 4 registers, so 7 steps in flight
-  // (~115 KB an SM; Q8_0's 3 hold ~104 KB) fit in 64 registers. FP8: 7
-  // spilled (36-48 bytes) and measured 55-60% of the copy rate; 1, 2 or 3
-  // items 69-71% with dependent launch, 5 67-68%; in the 8B decode 1 item
-  // 2.879 / 3.224 ms at context 16 / 4096, 3 items 2.90 / 3.24, 5 2.96 /
-  // 3.32 (session 12, call 2).
-  static constexpr int D = T == WK_Q6_K ? 1
-                           : T == WK_Q5_K && !GLU ? 2
-                           : T == WK_FP8_E4M3 || T == WK_FP8_E5M2 ? 1
-                           : mvr_f32x<T>::value ? 7 : 3;
+  // (~115 KB an SM) fit in 64 registers. FP8: 7 spilled (36-48 bytes) and
+  // measured 55-60% of the copy rate; 1, 2 or 3 items 69-71% with dependent
+  // launch, 5 67-68%; in the 8B decode 1 item 2.879 / 3.224 ms at context
+  // 16 / 4096, 3 items 2.90 / 3.24, 5 2.96 / 3.32 (session 12, call 2). The
+  // other int8-x types: 1 item at 1024 threads, too (Q4_K 64 / 60% against
+  // 62 / 58% at 3 items, Q5_K 66 / 62 against 63 / 57 at 2, Q8_0 79 / 81
+  // against 76 / 78 at 3; with the wide Q4_K at 1024 threads and 1 item,
+  // 8B Q4_K_M decode 1.981 / 2.307 ms against 2.069 / 2.422; session 12,
+  // call 3). mvr_cfg_s11: the shapes before, for comparison.
+  static constexpr int D = mvr_f32x<T>::value && T != WK_FP8_E4M3 && T != WK_FP8_E5M2 ? 7 : 1;
+  static constexpr int NT = 1024;
+};
+template <int T, bool GLU>
+struct mvr_cfg_s11 {
+  static constexpr int RW = 1;
+  static constexpr int D = T == WK_Q6_K ? 1 : T == WK_Q5_K && !GLU ? 2 : 3;
   static constexpr int NT = T == WK_Q5_K && GLU ? 768 : 1024;
 };
 

@@ -136,16 +136,22 @@ struct mvr_wide4<WK_Q5_K> : mvr_w4_base {
 
 // Shape: NT threads, D items ahead (GLU: D odd). A Q4_K item is 12
 // registers (36 bytes of the row a lane), Q5_K 20 (44 bytes); the lane's
-// x of a step 16 + 6. ptxas (sm_90): Q4_K 768 threads, D 3: 80 registers
-// (83 KB in flight an SM; 1024 threads spill from D 2 on); Q5_K 768, D 1:
-// 78 (34 KB; D 2 spills at 768). ALT: the other side of the trade, more
-// warps or more bytes in flight (Q4_K 1024, D 1: 62-63 registers, 37 KB;
-// Q5_K 512, D 3: 122-124, 68 KB). No spills or stack in any of them.
+// x of a step 16 + 6. ptxas (sm_90): Q4_K 1024 threads, D 1: 61-63
+// registers (37 KB in flight an SM), the default since session 12 (8B
+// Q4_K_M decode 4-5% faster with the 8-lane format's 1 item too); Q5_K
+// 768, D 1: 78 (34 KB; D 2 spills at 768). ALT: the other side of the
+// trade, more bytes in flight (Q4_K 768, D 3: 80 registers, 83 KB, the
+// default until session 11; 1024 threads spill from D 2 on; Q5_K 512, D 3:
+// 122-124, 68 KB). No spills or stack in any of them.
 template <int T, bool GLU, bool ALT = false>
 struct mvr_w4_cfg {
   static constexpr int RW = 1;
-  static constexpr int D = T == WK_Q4_K ? (ALT ? 1 : 3) : (ALT ? 3 : 1);
-  static constexpr int NT = T == WK_Q4_K ? (ALT ? 1024 : 768) : (ALT ? 512 : 768);
+  static constexpr int D = T == WK_Q4_K ? (ALT ? 3 : 1) : (ALT ? 3 : 1);
+  static constexpr int NT = T == WK_Q4_K ? (ALT ? 768 : 1024) : (ALT ? 512 : 768);
 };
+
+// Threads a block the wide format's grid rule counts with (mvr_wide_fills):
+// 768, its Q4_K blocks when the rule was measured (session 7) and Q5_K's.
+static constexpr int MVR_W4_RULE_NT = 768;
 
 #endif
