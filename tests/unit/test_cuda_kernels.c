@@ -34,11 +34,9 @@ static int int8_x(int type, int path) {
 }
 
 // Types the register-streamed kernel serves (path 6; mvr.cuh's mvr_has):
-// int8 x for the K-quants and Q8_0, f32 x for F16 and BF16.
-static int reg_type(int type) {
-  return type == WK_Q4_K || type == WK_Q5_K || type == WK_Q6_K || type == WK_Q8_0 ||
-         type == WK_F16 || type == WK_BF16;
-}
+// int8 x for the 32-value block types and the K-quants, f32 x for F16,
+// BF16 and FP8 (every type but F32).
+static int reg_type(int type) { return type != WK_F32; }
 
 // Path 11 (FP8 in 16-byte pieces) rounds x to f16 and sums up to 10
 // products a half in f16: at worst 11 * 2^-11 of sum |w x| for adversarial
@@ -533,11 +531,12 @@ int main(void) {
     // The register-streamed kernel (path 6; 7 its three-matrix launch, 8
     // beta): super-blocks a row off the 4 of a warp step (768, 1280, 2816
     // columns; Q6_K rows of 1050 bytes start 2 mod 4 every other row, Q8_0
-    // rows of 850 bytes too; FP8 rows of 924 bytes (896 columns) 4 mod 8,
-    // of 396 (384) 4 mod 16), one to several units a warp (17000 rows),
-    // 1 to 4 tokens, gate/up with both activations, the folded norm (after
-    // a dependent launch, and in a graph). FP8 keeps x in f32 (the f32
-    // tolerance: int8_x is 0); the other float types fall back to v4.
+    // rows of 850 bytes too, Q4_0 / Q5_0 rows of 450 / 550 bytes (800
+    // columns); FP8 rows of 924 bytes (896 columns) 4 mod 8, of 396 (384) 4
+    // mod 16), one to several units a warp (17000 rows), 1 to 4 tokens,
+    // gate/up with both activations, the folded norm (after a dependent
+    // launch, and in a graph). F16, BF16 and FP8 keep x in f32 (the f32
+    // tolerance: int8_x is 0); F32 falls back to v4.
     test_matmul(t, 45, 768, 1, 6);
     if (reg_type(t)) {
       test_matmul(t, 37, 14336, 1, 6);

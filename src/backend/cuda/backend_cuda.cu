@@ -354,10 +354,11 @@ static int cuda_prepare(wk_backend *b, const wk_model *m, const wk_backend_param
                  : !strcmp(f8, "v4")    ? FP8_V4
                                         : FP8_REG;
   s->c.mv_fp8d = f8 && !strncmp(f8, "reg", 3) ? atoi(f8 + 3) : 0;
-  // WICK_CUDA_MVD=0: the int8-x types (Q4_K, Q5_K, Q8_0) on the register
-  // kernel at their session-11 shapes (more items in flight; the wide Q4_K
-  // format at 768 threads, 3 items); WICK_CUDA_F16D=1 or 3: F16/BF16 at
-  // that many items in flight (default 7). Comparison settings.
+  // WICK_CUDA_MVD=0: the int8-x types at their session-11 kernels and
+  // shapes (Q4_K, Q5_K, Q8_0 on the register kernel with more items in
+  // flight, the wide Q4_K format at 768 threads and 3 items; Q4_0..Q5_1 on
+  // the streamed kernel); WICK_CUDA_F16D=7: F16/BF16 with 7 items in
+  // flight (default 3; 7 until session 12). Comparison settings.
   const char *mvd = getenv("WICK_CUDA_MVD"), *f16d = getenv("WICK_CUDA_F16D");
   s->c.mv_s11 = mvd && mvd[0] == '0';
   s->c.mv_f16d = f16d ? atoi(f16d) : 0;

@@ -49,9 +49,10 @@ struct cu_ctx {
                           // FP8_W (E4M3) the 16-byte-piece format (mvr_fp8w.cuh, f16 x):
                           // comparison settings
   int mv_fp8d;            // FP8_REG: items in flight (3 or 5; else mvr_cfg's, 1)
-  int mv_s11;             // 1: the int8-x types on the register kernel at their session-11
-                          // shapes (mvr_cfg_s11, the wide Q4_K's ALT; WICK_CUDA_MVD=0)
-  int mv_f16d;            // F16/BF16 items in flight (1 or 3; else mvr_cfg's, 7;
+  int mv_s11;             // 1: the int8-x types at their session-11 kernels and shapes
+                          // (mvr_cfg_s11, the wide Q4_K's ALT, Q4_0..Q5_1 on mvs.cuh;
+                          // WICK_CUDA_MVD=0)
+  int mv_f16d;            // F16/BF16 items in flight (7; else mvr_cfg's, 3;
                           // WICK_CUDA_F16D, comparison)
   int mv_mvr;             // the register-streamed kernel's comparison options (MVR_*)
   int mv_pf = -1;         // >= 0: the register-streamed kernel's L2 prefetch before the

@@ -116,6 +116,8 @@ static bool mvr_wide_fills(const mv_jobs &js, int n) {
 template <int T, bool GLU>
 static cudaError_t launch_mvr(const cu_ctx *c, const mv_jobs &jobs, int cols, const float *x, int n,
                               float beta, int act) {
+  if constexpr (T == WK_Q4_0 || T == WK_Q4_1 || T == WK_Q5_0 || T == WK_Q5_1)
+    if (c->mv_s11) return launch_mvs<T, GLU>(c, jobs, cols, x, n, beta, act);  // WICK_CUDA_MVD=0
   mv_jobs js = jobs;
   js.mvr = c->mv_mvr;
   js.pf = c->mv_pf;
@@ -162,13 +164,12 @@ static cudaError_t launch_mvr(const cu_ctx *c, const mv_jobs &jobs, int cols, co
       if (e != cudaErrorInvalidValue) return e;
     }
   }
-  if constexpr (T == WK_F16 || T == WK_BF16) {  // WICK_CUDA_F16D=1 or 3
-    cudaError_t e = cudaErrorInvalidValue;
-    if (c->mv_f16d == 1)
-      e = mvr_launch<T, 1024, 1, 1, GLU>(js, cols, x, n, beta, act, c->pdl != 0, c->st);
-    if (c->mv_f16d == 3)
-      e = mvr_launch<T, 1024, 1, 3, GLU>(js, cols, x, n, beta, act, c->pdl != 0, c->st);
-    if (e != cudaErrorInvalidValue) return e;
+  if constexpr (T == WK_F16 || T == WK_BF16) {  // WICK_CUDA_F16D=7 (the session-11 shape)
+    if (c->mv_f16d == 7) {
+      cudaError_t e =
+          mvr_launch<T, 1024, 1, 7, GLU>(js, cols, x, n, beta, act, c->pdl != 0, c->st);
+      if (e != cudaErrorInvalidValue) return e;
+    }
   }
   if constexpr (mvr_has<T>::value) {
     using C = mvr_cfg<T, GLU>;

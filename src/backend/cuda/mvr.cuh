@@ -1,7 +1,7 @@
-// The register-streamed matrix-vector kernel (docs/CUDA.md, v9) for Q4_K,
-// Q5_K, Q6_K and Q8_0 with x rounded to int8, and FP8 (E4M3, E5M2) with f32
-// x (F16 and BF16 too; FP8 has a format but is not chosen by default:
-// mvr_has): weights read
+// The register-streamed matrix-vector kernel (docs/CUDA.md, v9) for Q4_0,
+// Q4_1, Q5_0, Q5_1 (mvr_q4.cuh, since session 12), Q4_K, Q5_K, Q6_K and
+// Q8_0 with x rounded to int8, and F16, BF16 and FP8 (E4M3, E5M2; by default
+// since session 12) with f32 x: weights read
 // straight into registers by coalesced loads, D steps ahead of the
 // arithmetic, many warps an SM and no block-wide barrier between the
 // prologue and the end.
@@ -26,8 +26,8 @@
 // warp order at the end through shared memory. A step covers 32 lanes'
 // pieces of RW rows: for the
 // K-quants (1024 columns) and FP8 (512) 4 (super-)blocks, 8 lanes each
-// (lane / 8 the block, j = lane % 8 the lane in it); for Q8_0 (1024) 32
-// blocks, a lane each; for F16/BF16 (256) 8 blocks, 4 lanes each (mvr_w4.cuh:
+// (lane / 8 the block, j = lane % 8 the lane in it); for Q8_0 and Q4_0..Q5_1
+// (1024) 32 blocks, a lane each; for F16/BF16 (256) 8 blocks, 4 lanes each (mvr_w4.cuh:
 // a Q4_K/Q5_K format of 2048 columns, 4 lanes a super-block, the default for
 // rows of up to 8192 columns; mvr_fp8w.cuh: FP8 E4M3 in 16-byte pieces,
 // opt-in). An item is a
@@ -387,6 +387,8 @@ struct mvr_fmt<WK_F16> : mvr_f16<WK_F16> {};
 template <>
 struct mvr_fmt<WK_BF16> : mvr_f16<WK_BF16> {};
 
+#include "backend/cuda/mvr_q4.cuh"  // Q4_0, Q4_1, Q5_0, Q5_1
+
 // The types k_mvr has a format for (mvr_can), those MV_REG sends to it by
 // default (mvr_has: all of them since session 12; FP8 had stayed on the v4
 // kernel, 60-61% of the copy rate, while its format here ran 7 items in
@@ -396,7 +398,8 @@ struct mvr_fmt<WK_BF16> : mvr_f16<WK_BF16> {};
 // keeps in f32 (shared memory: cols floats) rather than rounded to int8
 template <int T>
 struct mvr_can {
-  static constexpr bool value = T == WK_Q4_K || T == WK_Q5_K || T == WK_Q6_K || T == WK_Q8_0 ||
+  static constexpr bool value = T == WK_Q4_0 || T == WK_Q4_1 || T == WK_Q5_0 || T == WK_Q5_1 ||
+                                T == WK_Q4_K || T == WK_Q5_K || T == WK_Q6_K || T == WK_Q8_0 ||
                                 T == WK_FP8_E4M3 || T == WK_FP8_E5M2 || T == WK_F16 ||
                                 T == WK_BF16;
 };
@@ -711,8 +714,8 @@ struct mvr_cfg {
   static constexpr int RW = 1;
   // Q6_K: 1024 threads and one item ahead measured 55/51% of the copy rate
   // at 4096x14336 / 14336x4096 against 40/53% with 768 and two (session 4).
-  // F16/BF16: 16 bytes a lane a step in 4 registers, so 7 steps in flight
-  // (~115 KB an SM) fit in 64 registers. FP8: 7 spilled (36-48 bytes) and
+  // F16/BF16: 16 bytes a lane a step in 4 registers, so up to 7 steps in
+  // flight (~115 KB an SM) fit in 64 registers. FP8: 7 spilled (36-48 bytes) and
   // measured 55-60% of the copy rate; 1, 2 or 3 items 69-71% with dependent
   // launch, 5 67-68%; in the 8B decode 1 item 2.879 / 3.224 ms at context
   // 16 / 4096, 3 items 2.90 / 3.24, 5 2.96 / 3.32 (session 12, call 2). The
@@ -721,7 +724,11 @@ struct mvr_cfg {
   // against 76 / 78 at 3; with the wide Q4_K at 1024 threads and 1 item,
   // 8B Q4_K_M decode 1.981 / 2.307 ms against 2.069 / 2.422; session 12,
   // call 3). mvr_cfg_s11: the shapes before, for comparison.
-  static constexpr int D = mvr_f32x<T>::value && T != WK_FP8_E4M3 && T != WK_FP8_E5M2 ? 7 : 1;
+  // F16/BF16: 3 items in the 8B BF16 decode 4.09 / 4.43 ms at context 16
+  // / 4096 against 4.11-4.12 / 4.46-4.48 with 7 and 4.32-4.33 / 4.64-4.65
+  // with 1 (session 12, call 4; alone, 7 items read 92 / 94% of the copy
+  // rate and 1 item 87 / 87%).
+  static constexpr int D = T == WK_F16 || T == WK_BF16 ? 3 : 1;
   static constexpr int NT = 1024;
 };
 template <int T, bool GLU>

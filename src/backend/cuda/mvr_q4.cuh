@@ -1,0 +1,121 @@
+// Register-kernel formats (mvr.cuh) for the 32-value block types Q4_0,
+// Q4_1, Q5_0 and Q5_1 with x rounded to int8: a lane a block, 32 blocks (1024
+// columns) a step, as Q8_0's format. Until session 12 these types ran on the
+// streamed kernel (mvs.cuh: row chunks brought into shared memory by bulk
+// copies), 51-64% of the copy rate with dependent launch.
+//
+// A lane reads the aligned 32-bit words under its block: Q4_0 (18 bytes)
+// and Q5_0 (22) lie at 2-byte boundaries, so their words start at the
+// 4-byte boundary at or below the block and end at the one at or above its
+// end (5 and 6 words), joined by funnel shifts; Q4_1 (20) and Q5_1 (24) lie
+// at 4-byte boundaries (rows of a multiple of 4 bytes, as mvq.cuh reads
+// them) and are their own 5 and 6 words. The lane's x is its block's group:
+// 32 int8 values (the low nibbles' 16, then the high nibbles'), the scale (0
+// past the end of a row) and the sum of the 32 values, which carries the
+// offsets (Q4_0 -8, Q5_0 -16, Q4_1/Q5_1 the block's m).
+#ifndef WICK_BACKEND_CUDA_MVR_Q4_CUH
+#define WICK_BACKEND_CUDA_MVR_Q4_CUH
+
+struct mvr_xg {
+  uint4 a, b;  // values [0, 16) and [16, 32) of the group
+  float dx;    // the group's scale, 0 past the end of the row
+  int s;       // the sum of its 32 int8 values
+};
+static __device__ __forceinline__ void mvr_load_xg(mvr_xg &x, const uint8_t *xq, const uint2 *xm,
+                                                   int b, bool ok) {
+  x.a = *(const uint4 *)(xq + 32 * b), x.b = *(const uint4 *)(xq + 32 * b + 16);
+  const uint2 m = xm[b];
+  x.dx = ok ? __uint_as_float(m.x) : 0.0f;
+  x.s = ((int)(m.y << 16) >> 16) + ((int)m.y >> 16);  // il (low half) + ih (high half)
+}
+
+// The integer dot product of a block's 16 code bytes q (words q[0..3]) with
+// x; hb(i) gives the fifth bits of word i's low (bits of bytes' 0x10) and
+// high nibbles as two words, or 0 for the 4-bit types.
+template <bool Q5>
+static __device__ __forceinline__ int mvr_q32_dot(const uint32_t *q, uint32_t qh, const mvr_xg &x) {
+  const uint32_t xa[4] = {x.a.x, x.a.y, x.a.z, x.a.w}, xb[4] = {x.b.x, x.b.y, x.b.z, x.b.w};
+  int a = 0;
+#pragma unroll
+  for (int i = 0; i < 4; i++) {
+    uint32_t lo = q[i] & 0x0F0F0F0Fu, hi = (q[i] >> 4) & 0x0F0F0F0Fu;
+    if constexpr (Q5) {
+      lo |= spread4(qh >> (4 * i)) << 4;
+      hi |= spread4(qh >> (16 + 4 * i)) << 4;
+    }
+    a = dp4(lo, xa[i], a);
+    a = dp4(hi, xb[i], a);
+  }
+  return a;
+}
+
+// Q4_0 and Q5_0: d (f16), [Q5_0: qh, 4 bytes], 16 code bytes, values d (q -
+// 8) or d (q - 16). r[] are the words from the 4-byte boundary at or below
+// the block; sh is 16 (block 4-byte aligned) or 32 (2 mod 4): word i of the
+// bytes from block + 2 is __funnelshift_rc(r[i], r[i + 1], sh).
+template <int T>
+struct mvr_q_a2 {
+  static constexpr bool Q5 = T == WK_Q5_0;
+  static constexpr int NW = Q5 ? 6 : 5, LPB = 1;
+  struct w_t {
+    uint32_t r[NW];
+    uint32_t sh;
+  };
+  using x_t = mvr_xg;
+  static __device__ __forceinline__ void load(w_t &w, const uint8_t *blk, int) {
+    const uint8_t *a = (const uint8_t *)((uintptr_t)blk & ~(uintptr_t)3);
+#pragma unroll
+    for (int i = 0; i < NW; i++) w.r[i] = mvr_ld4(a + 4 * i);
+    w.sh = 16u + (uint32_t)((uintptr_t)blk & 2) * 8u;
+  }
+  static __device__ __forceinline__ void load_x(x_t &x, const uint8_t *xq, const uint2 *xm, int b,
+                                                int, bool ok) {
+    mvr_load_xg(x, xq, xm, b, ok);
+  }
+  static __device__ __forceinline__ float dot(const w_t &w, const x_t &x, int) {
+    constexpr int QW = Q5 ? 1 : 0;  // the code bytes' first word after block + 2
+    uint32_t q[4];
+#pragma unroll
+    for (int i = 0; i < 4; i++) q[i] = __funnelshift_rc(w.r[QW + i], w.r[QW + i + 1], w.sh);
+    const uint32_t qh = Q5 ? __funnelshift_rc(w.r[0], w.r[1], w.sh) : 0u;
+    const int a = mvr_q32_dot<Q5>(q, qh, x);
+    const float d = __half2float(__ushort_as_half((unsigned short)(w.r[0] >> (w.sh - 16u))));
+    return d * x.dx * (float)(a - (Q5 ? 16 : 8) * x.s);
+  }
+};
+
+// Q4_1 and Q5_1: d and m (f16), [Q5_1: qh], 16 code bytes; values d q + m.
+template <int T>
+struct mvr_q_a4 {
+  static constexpr bool Q5 = T == WK_Q5_1;
+  static constexpr int NW = Q5 ? 6 : 5, LPB = 1;
+  struct w_t {
+    uint32_t r[NW];
+  };
+  using x_t = mvr_xg;
+  static __device__ __forceinline__ void load(w_t &w, const uint8_t *blk, int) {
+#pragma unroll
+    for (int i = 0; i < NW; i++) w.r[i] = mvr_ld4(blk + 4 * i);
+  }
+  static __device__ __forceinline__ void load_x(x_t &x, const uint8_t *xq, const uint2 *xm, int b,
+                                                int, bool ok) {
+    mvr_load_xg(x, xq, xm, b, ok);
+  }
+  static __device__ __forceinline__ float dot(const w_t &w, const x_t &x, int) {
+    const int a = mvr_q32_dot<Q5>(w.r + NW - 4, Q5 ? w.r[1] : 0u, x);
+    const float d = __half2float(__ushort_as_half((unsigned short)w.r[0]));
+    const float m = __half2float(__ushort_as_half((unsigned short)(w.r[0] >> 16)));
+    return x.dx * (d * (float)a + m * (float)x.s);
+  }
+};
+
+template <>
+struct mvr_fmt<WK_Q4_0> : mvr_q_a2<WK_Q4_0> {};
+template <>
+struct mvr_fmt<WK_Q5_0> : mvr_q_a2<WK_Q5_0> {};
+template <>
+struct mvr_fmt<WK_Q4_1> : mvr_q_a4<WK_Q4_1> {};
+template <>
+struct mvr_fmt<WK_Q5_1> : mvr_q_a4<WK_Q5_1> {};
+
+#endif
