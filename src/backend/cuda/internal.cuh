@@ -79,8 +79,8 @@ struct cu_ctx {
 // (v4); MV_STREAM, the streamed kernel for every type (mvs.cuh: int8 x for
 // the quantized types, f32 x for the others, fused gate/up); MV_REG, the
 // register-streamed kernel (mvr.cuh, int8 x, fused gate/up, folded norm) for
-// the types it serves (mvr_has: Q4_K, Q5_K, Q6_K, Q8_0, F16, BF16, FP8), MV_INT8
-// for the rest.
+// the types it serves (mvr_has: every type but F32 since session 12),
+// MV_INT8 for the rest.
 enum { MV_INT8 = 0, MV_F32X = 1, MV_STREAM = 2, MV_REG = 3 };
 // cu_ctx.mv_fp8w (WICK_CUDA_FP8W=reg, =reg3, =reg5 / =v4 / =1).
 enum { FP8_REG = 0, FP8_V4 = 1, FP8_W = 2 };

@@ -396,6 +396,7 @@ struct mvr_fmt<WK_BF16> : mvr_f16<WK_BF16> {};
 // 8B FP8 decode 2.88 against 3.43 ms; F16/BF16 measured 87/81% against v4's
 // 82/76% in session 4), and those whose x it
 // keeps in f32 (shared memory: cols floats) rather than rounded to int8
+// (cols bytes and a uint2 a group).
 template <int T>
 struct mvr_can {
   static constexpr bool value = T == WK_Q4_0 || T == WK_Q4_1 || T == WK_Q5_0 || T == WK_Q5_1 ||
@@ -715,19 +716,18 @@ struct mvr_cfg {
   // Q6_K: 1024 threads and one item ahead measured 55/51% of the copy rate
   // at 4096x14336 / 14336x4096 against 40/53% with 768 and two (session 4).
   // F16/BF16: 16 bytes a lane a step in 4 registers, so up to 7 steps in
-  // flight (~115 KB an SM) fit in 64 registers. FP8: 7 spilled (36-48 bytes) and
-  // measured 55-60% of the copy rate; 1, 2 or 3 items 69-71% with dependent
-  // launch, 5 67-68%; in the 8B decode 1 item 2.879 / 3.224 ms at context
-  // 16 / 4096, 3 items 2.90 / 3.24, 5 2.96 / 3.32 (session 12, call 2). The
-  // other int8-x types: 1 item at 1024 threads, too (Q4_K 64 / 60% against
-  // 62 / 58% at 3 items, Q5_K 66 / 62 against 63 / 57 at 2, Q8_0 79 / 81
-  // against 76 / 78 at 3; with the wide Q4_K at 1024 threads and 1 item,
-  // 8B Q4_K_M decode 1.981 / 2.307 ms against 2.069 / 2.422; session 12,
-  // call 3). mvr_cfg_s11: the shapes before, for comparison.
-  // F16/BF16: 3 items in the 8B BF16 decode 4.09 / 4.43 ms at context 16
-  // / 4096 against 4.11-4.12 / 4.46-4.48 with 7 and 4.32-4.33 / 4.64-4.65
-  // with 1 (session 12, call 4; alone, 7 items read 92 / 94% of the copy
-  // rate and 1 item 87 / 87%).
+  // flight (~115 KB an SM) fit in 64 registers; alone 7 read 92 / 94% of
+  // the copy rate and 1 87 / 87%, but in the 8B BF16 decode 3 items take
+  // 4.09 / 4.43 ms at context 16 / 4096 against 4.11-4.12 / 4.46-4.48 with
+  // 7 and 4.32-4.33 / 4.64-4.65 with 1 (session 12, call 4). FP8: 7 items
+  // spilled (36-48 bytes) and read 55-60%; 1, 2 or 3 items 69-71% with
+  // dependent launch, 5 67-68%; in the 8B decode 1 item 2.879 / 3.224 ms, 3
+  // items 2.90 / 3.24, 5 2.96 / 3.32 (call 2). The int8-x types: 1 item at
+  // 1024 threads (Q4_K 64 / 60% against 62 / 58% at 3 items, Q5_K 66 / 62
+  // against 63 / 57 at 2, Q8_0 79 / 81 against 76 / 78 at 3; with the wide
+  // Q4_K at 1024 threads and 1 item, 8B Q4_K_M decode 1.981 / 2.307 ms
+  // against 2.069 / 2.422, call 3). mvr_cfg_s11: the shapes before, for
+  // comparison (WICK_CUDA_MVD=0).
   static constexpr int D = T == WK_F16 || T == WK_BF16 ? 3 : 1;
   static constexpr int NT = 1024;
 };

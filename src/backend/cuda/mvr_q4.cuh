@@ -29,9 +29,9 @@ static __device__ __forceinline__ void mvr_load_xg(mvr_xg &x, const uint8_t *xq,
   x.s = ((int)(m.y << 16) >> 16) + ((int)m.y >> 16);  // il (low half) + ih (high half)
 }
 
-// The integer dot product of a block's 16 code bytes q (words q[0..3]) with
-// x; hb(i) gives the fifth bits of word i's low (bits of bytes' 0x10) and
-// high nibbles as two words, or 0 for the 4-bit types.
+// The integer dot product of a block's 16 code bytes q (words q[0..3]:
+// low nibbles values 0..15, high nibbles 16..31) with x; Q5: qh holds the
+// fifth bits (bit v of value v), merged in as 0x10 of each code byte.
 template <bool Q5>
 static __device__ __forceinline__ int mvr_q32_dot(const uint32_t *q, uint32_t qh, const mvr_xg &x) {
   const uint32_t xa[4] = {x.a.x, x.a.y, x.a.z, x.a.w}, xb[4] = {x.b.x, x.b.y, x.b.z, x.b.w};
