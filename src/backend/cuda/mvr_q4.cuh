@@ -21,13 +21,19 @@ struct mvr_xg {
   float dx;    // the group's scale, 0 past the end of the row
   int s;       // the sum of its 32 int8 values
 };
-static __device__ __forceinline__ void mvr_load_xg(mvr_xg &x, const uint8_t *xq, const uint2 *xm,
-                                                   int b, bool ok) {
-  x.a = *(const uint4 *)(xq + 32 * b), x.b = *(const uint4 *)(xq + 32 * b + 16);
-  const uint2 m = xm[b];
-  x.dx = ok ? __uint_as_float(m.x) : 0.0f;
-  x.s = ((int)(m.y << 16) >> 16) + ((int)m.y >> 16);  // il (low half) + ih (high half)
-}
+
+// What the four formats share: a lane a block, and the block's x group.
+struct mvr_q32 {
+  static constexpr int LPB = 1;
+  using x_t = mvr_xg;
+  static __device__ __forceinline__ void load_x(x_t &x, const uint8_t *xq, const uint2 *xm, int b,
+                                                int, bool ok) {
+    x.a = *(const uint4 *)(xq + 32 * b), x.b = *(const uint4 *)(xq + 32 * b + 16);
+    const uint2 m = xm[b];
+    x.dx = ok ? __uint_as_float(m.x) : 0.0f;
+    x.s = ((int)(m.y << 16) >> 16) + ((int)m.y >> 16);  // il (low half) + ih (high half)
+  }
+};
 
 // The integer dot product of a block's 16 code bytes q (words q[0..3]:
 // low nibbles values 0..15, high nibbles 16..31) with x; Q5: qh holds the
@@ -54,23 +60,18 @@ static __device__ __forceinline__ int mvr_q32_dot(const uint32_t *q, uint32_t qh
 // the block; sh is 16 (block 4-byte aligned) or 32 (2 mod 4): word i of the
 // bytes from block + 2 is __funnelshift_rc(r[i], r[i + 1], sh).
 template <int T>
-struct mvr_q_a2 {
+struct mvr_q_a2 : mvr_q32 {
   static constexpr bool Q5 = T == WK_Q5_0;
-  static constexpr int NW = Q5 ? 6 : 5, LPB = 1;
+  static constexpr int NW = Q5 ? 6 : 5;
   struct w_t {
     uint32_t r[NW];
     uint32_t sh;
   };
-  using x_t = mvr_xg;
   static __device__ __forceinline__ void load(w_t &w, const uint8_t *blk, int) {
     const uint8_t *a = (const uint8_t *)((uintptr_t)blk & ~(uintptr_t)3);
 #pragma unroll
     for (int i = 0; i < NW; i++) w.r[i] = mvr_ld4(a + 4 * i);
     w.sh = 16u + (uint32_t)((uintptr_t)blk & 2) * 8u;
-  }
-  static __device__ __forceinline__ void load_x(x_t &x, const uint8_t *xq, const uint2 *xm, int b,
-                                                int, bool ok) {
-    mvr_load_xg(x, xq, xm, b, ok);
   }
   static __device__ __forceinline__ float dot(const w_t &w, const x_t &x, int) {
     constexpr int QW = Q5 ? 1 : 0;  // the code bytes' first word after block + 2
@@ -86,20 +87,15 @@ struct mvr_q_a2 {
 
 // Q4_1 and Q5_1: d and m (f16), [Q5_1: qh], 16 code bytes; values d q + m.
 template <int T>
-struct mvr_q_a4 {
+struct mvr_q_a4 : mvr_q32 {
   static constexpr bool Q5 = T == WK_Q5_1;
-  static constexpr int NW = Q5 ? 6 : 5, LPB = 1;
+  static constexpr int NW = Q5 ? 6 : 5;
   struct w_t {
     uint32_t r[NW];
   };
-  using x_t = mvr_xg;
   static __device__ __forceinline__ void load(w_t &w, const uint8_t *blk, int) {
 #pragma unroll
     for (int i = 0; i < NW; i++) w.r[i] = mvr_ld4(blk + 4 * i);
-  }
-  static __device__ __forceinline__ void load_x(x_t &x, const uint8_t *xq, const uint2 *xm, int b,
-                                                int, bool ok) {
-    mvr_load_xg(x, xq, xm, b, ok);
   }
   static __device__ __forceinline__ float dot(const w_t &w, const x_t &x, int) {
     const int a = mvr_q32_dot<Q5>(w.r + NW - 4, Q5 ? w.r[1] : 0u, x);
