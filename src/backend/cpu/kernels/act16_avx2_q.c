@@ -373,12 +373,6 @@ AT AI void qdec8(const int type, const uint8_t *w, size_t ws, int64_t nb, const 
     A16_UNROLL for (int r = 0; r < 8; r++) row[r] = blk + (size_t)r * ws;
     __m256i dm = _mm256_setzero_si256();
     __m256i isum = qsums8(type, row, q, act[b].v, &dm);
-    { __m256i xi = isum; __asm__ volatile("" : "+x"(xi)); __m256i z = _mm256_srli_epi16(xi, 3); __asm__ volatile("" :: "x"(z)); }
-    { __m256i xi = isum; __asm__ volatile("" : "+x"(xi)); __m256i z = _mm256_srli_epi16(xi, 3); __asm__ volatile("" :: "x"(z)); }
-    { __m256i xi = isum; __asm__ volatile("" : "+x"(xi)); __m256i z = _mm256_srli_epi16(xi, 3); __asm__ volatile("" :: "x"(z)); }
-    { __m256i xi = isum; __asm__ volatile("" : "+x"(xi)); __m256i z = _mm256_srli_epi16(xi, 3); __asm__ volatile("" :: "x"(z)); }
-    { __m256i xi = isum; __asm__ volatile("" : "+x"(xi)); __m256i z = _mm256_srli_epi16(xi, 3); __asm__ volatile("" :: "x"(z)); }
-    { __m256i xi = isum; __asm__ volatile("" : "+x"(xi)); __m256i z = _mm256_srli_epi16(xi, 3); __asm__ volatile("" :: "x"(z)); }
     if (off) isum = _mm256_sub_epi32(isum, _mm256_set1_epi32(act[b].sum * off));
     __m256 dwv, mwv = _mm256_setzero_ps();
     if (type == WK_Q5_0 || type == WK_Q5_1)
