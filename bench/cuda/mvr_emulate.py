@@ -4,7 +4,8 @@
 # the warp's load/compute cursors over units and the register ring. Checked
 # against the gguf package's dequantizer within the int8 bound; the wide
 # K-quant formats of mvr_w4.cuh too, with their shared-memory bank pattern
-# and planted mistakes that must fail.
+# and planted mistakes that must fail, and the 32-value block formats of
+# mvr_q4.cuh with theirs.
 import struct, sys
 import numpy as np
 from gguf import GGMLQuantizationType as Q
@@ -163,6 +164,53 @@ class Q80:
         d = f32(half((w['r'][0] >> (w['sh'] - 16)) & 0xffff))
         return f32(d * x['dx'] * f32(a))
 
+# The 32-value block formats of mvr_q4.cuh (Q4_0, Q4_1, Q5_0, Q5_1): a lane
+# a block, the aligned words under it (Q4_0, Q5_0 from the 4-byte boundary
+# at or below the block, joined by clamped funnel shifts), x the block's
+# group with its sum carrying the offsets. bug names a planted mistake.
+def spread4(v): return ((v & 0xF) * 0x00204081) & 0x01010101
+
+class Q32:
+    LPB, BLOCK = 1, 32
+    def __init__(self, qt, bug=None):
+        self.qt, self.bug = qt, bug
+        self.a2 = qt in (Q.Q4_0, Q.Q5_0); self.q5 = qt in (Q.Q5_0, Q.Q5_1)
+        self.BYTES = {Q.Q4_0: 18, Q.Q4_1: 20, Q.Q5_0: 22, Q.Q5_1: 24}[qt]
+        self.NW = 6 if self.q5 else 5
+    def load(self, m, blk, j):
+        a = blk & ~3 if self.a2 else blk
+        return dict(r=[m.rd(a + 4*i, 4) for i in range(self.NW)], sh=16 + (blk & 2) * 8)
+    def load_x(self, xq, xm, b, j, ok):
+        y = xm[b][1]
+        lo = i32((y << 16) & M32) >> 16; hi = i32(y) >> 16
+        return dict(a=ldx16(xq, 32*b), b=ldx16(xq, 32*b + 16), dx=f32(u2f(xm[b][0])) if ok else f32(0),
+                    s=lo if self.bug == 'half_sum' else lo + hi)
+    def dot(self, w, x, j):
+        r, sh = w['r'], w['sh']
+        fn = funnel_r if self.bug == 'wrap' else funnel_rc
+        if self.a2:
+            qw = 1 if self.q5 else 0
+            q = [fn(r[qw + i], r[qw + i + 1], sh) for i in range(4)]
+            qh = fn(r[0], r[1], sh) if self.q5 else 0
+        else:
+            q = r[self.NW - 4:]; qh = r[1] if self.q5 else 0
+        a = 0
+        for i in range(4):
+            lo, hi = q[i] & 0x0F0F0F0F, (q[i] >> 4) & 0x0F0F0F0F
+            if self.q5:
+                lo |= spread4(qh >> (4*i)) << 4
+                hi |= spread4(qh >> (16 + 4*i + (4 if self.bug == 'qh_half' else 0))) << 4
+            xa, xb = (x['b'], x['a']) if self.bug == 'halves' else (x['a'], x['b'])
+            a = dp4(lo, xa[i], a); a = dp4(hi, xb[i], a)
+        if self.a2:
+            d = f32(half((r[0] >> (sh - 16)) & 0xffff))
+            off = 16 if self.q5 else 8
+            if self.bug == 'offset': off = 24 - off  # the other type's
+            return f32(d * x['dx'] * f32(a - off * x['s']))
+        d = f32(half(r[0] & 0xffff)); mm = f32(half(r[0] >> 16))
+        if self.bug == 'no_min': mm = f32(0)
+        return f32(x['dx'] * f32(d * f32(a) + mm * f32(x['s'])))
+
 # The wide K-quant formats (mvr_w4.cuh): 4 lanes a super-block, lane p
 # takes qs bytes [32p, 32p + 32) (Q5_K: all 32 qh bytes, bits 2p, 2p + 1),
 # halves in the order e = p / 2; x chunk i ^ (2f + e), f = b % 2. bug names
@@ -266,8 +314,8 @@ def random_kblocks(rng, qt, nblk, BY):
 
 def check(F, qt, cols, rows, base, rng, norm, xmean=0.0):
     bpr = cols // F.BLOCK; rb = bpr * F.BYTES
-    if qt == Q.Q8_0:
-        w = rng.standard_normal((rows, cols)).astype(np.float32)
+    if qt in (Q.Q8_0, Q.Q4_0, Q.Q4_1, Q.Q5_0, Q.Q5_1):
+        w = (rng.standard_normal((rows, cols)) + (0.7 if qt in (Q.Q4_1, Q.Q5_1) else 0)).astype(np.float32)
         qw = quants.quantize(w, qt).reshape(-1)
     else:
         qw = random_kblocks(rng, qt, rows * bpr, F.BYTES)
@@ -342,6 +390,27 @@ if __name__ == '__main__':
                     ok = e <= 1.0
                     fails += not ok
                     print(f"{name} cols {cols:5d} base {base} norm {int(norm)}: error {e:.3f} of the int8 bound {'ok' if ok else 'FAIL'}")
+    for qt, name in ((Q.Q4_0, "q4_0"), (Q.Q4_1, "q4_1"), (Q.Q5_0, "q5_0"), (Q.Q5_1, "q5_1")):
+        F = Q32(qt)
+        for cols in (800, 1280, 96):
+            for base in (256, 258) if F.BYTES % 4 else (256,):
+                for norm, xmean in ((False, 0.0), (True, 0.0), (False, 2.0)):
+                    e = check(F, qt, cols, 3, base, rng, norm, xmean)
+                    ok = e <= 1.0
+                    fails += not ok
+                    print(f"{name} cols {cols:5d} base {base} norm {int(norm)} x mean {xmean}: error {e:.3f} of the int8 bound {'ok' if ok else 'FAIL'}")
+        bugs = ['half_sum', 'halves'] + (['wrap', 'offset'] if F.a2 else ['no_min'])
+        bugs += ['qh_half'] if F.q5 else []
+        for bug in bugs:
+            B = Q32(qt, bug)
+            caught = False
+            try:
+                caught = max(check(B, qt, 800, 2, base, rng, False, xm)
+                             for base in ((256, 258) if B.BYTES % 4 else (256,)) for xm in (0.0, 2.0)) > 1.0
+            except AssertionError:
+                caught = True
+            fails += not caught
+            print(f"{name} planted '{bug}': {'fails as it must' if caught else 'NOT CAUGHT'}")
     for qt, name in ((Q.Q4_K, "q4_k"), (Q.Q5_K, "q5_k")):
         F = W4(qt)
         for cols in (256, 768, 1280, 2048, 2816, 4096):
