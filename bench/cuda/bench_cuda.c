@@ -9,6 +9,7 @@
 //   bench_cuda mvone TYPE [PATH]        (one plain launch per shape, for ncu; PATH as
 //                                        cuda_test_matmul's, default 0)
 //   bench_cuda model FILE [prefill_tokens [chunk [decode_steps]]]
+//   bench_cuda batch FILE [ctx [steps [B...]]]  (decode steps of B sequences at once)
 // Lines starting "RESULT" are for scripts; the rest is a readable table.
 #include <stdint.h>
 #include <stdio.h>
@@ -387,6 +388,70 @@ static int bench_model(const char *path, int n_prefill, int chunk, int n_decode)
   return 0;
 }
 
+// Decode steps of B sequences at once (a server's batch), for each B of
+// bs[0..nbs): every sequence first gets a prompt of ctx tokens, then steps
+// greedy steps of one token each run as one batch of B sequences (device
+// argmax). Prints the median step and the tokens a second it makes.
+static int bench_batch(const char *path, int ctx, int steps, const int *bs, int nbs) {
+  gguf_file *f = NULL;
+  wk_model m;
+  wk_error err = {{0}};
+  memset(&m, 0, sizeof m);
+  if (gguf_open(&f, path, &err) || model_load(&m, f, &err)) {
+    printf("FAIL: %s: %s\n", path, err.msg);
+    return 1;
+  }
+  int bmax = 1;
+  for (int i = 0; i < nbs; i++) bmax = bs[i] > bmax ? bs[i] : bmax;
+  const int blk = 16, per = (ctx + steps + 1 + blk - 1) / blk;  // KV blocks a sequence
+  wk_backend_params bp = {ctx > bmax ? ctx : bmax, bmax, bmax, 1, 0, 0, {blk, per * bmax}};
+  wk_backend *b = backend_cuda_create();
+  if (!b || b->prepare(b, &m, &bp, &err)) {
+    printf("FAIL: prepare: %s\n", err.msg);
+    return 1;
+  }
+  int32_t *blocks = wk_malloc(sizeof(int32_t) * per * bmax);
+  int32_t *toks = wk_malloc(sizeof(int32_t) * (ctx > bmax ? ctx : bmax));
+  int32_t *at = wk_malloc(sizeof(int32_t) * bmax), *ids = wk_malloc(sizeof(int32_t) * bmax);
+  float *vals = wk_malloc(sizeof(float) * bmax);
+  wk_seq *seqs = wk_malloc(sizeof(wk_seq) * bmax);
+  double *dt = wk_malloc(sizeof(double) * (steps + 1));
+  float *lg = wk_malloc(sizeof(float) * m.vocab);  // no row is asked for; never written
+  for (int i = 0; i < per * bmax; i++) blocks[i] = i;
+  int rc = 0;
+  for (int q = 0; q < bmax && !rc; q++) {  // the prompts, one sequence a call
+    for (int i = 0; i < ctx; i++) toks[i] = (int32_t)((q * 131 + i) * 7919 % m.vocab);
+    wk_seq s = {blocks + (size_t)q * per, per, 0, ctx, 0};
+    wk_batch bt = {toks, ctx, &s, 1, NULL, 0};
+    rc = b->forward(b, &bt, lg, &err);
+  }
+  for (int k = 0; k < nbs && !rc; k++) {
+    const int B = bs[k];
+    for (int q = 0; q < B; q++) ids[q] = (int32_t)((q * 17 + 3) % m.vocab), at[q] = q;
+    for (int g = 0; g <= steps && !rc; g++) {
+      for (int q = 0; q < B; q++)
+        seqs[q] = (wk_seq){blocks + (size_t)q * per, per, ctx + g, 1, q}, toks[q] = ids[q];
+      wk_batch bt = {toks, B, seqs, B, at, B};
+      double ts = wk_now();
+      rc = b->forward_topk ? b->forward_topk(b, &bt, 1, ids, vals, &err) : WICK_ERR_UNSUPPORTED;
+      dt[g] = wk_now() - ts;
+    }
+    if (rc) break;
+    qsort(dt + 1, steps, sizeof(double), cmp_d);  // dt[0] may capture a graph
+    const double med = dt[1 + steps / 2];
+    printf("batch decode, %3d sequences at context %d: median %.3f ms a step = %.1f tok/s\n", B, ctx,
+           med * 1e3, B / med);
+    printf("RESULT batch %d %d %.4f %.1f\n", B, ctx, med * 1e3, B / med);
+  }
+  if (rc) printf("FAIL: batch decode: %s\n", err.msg);
+  b->destroy(b);
+  model_free(&m);
+  gguf_close(f);
+  wk_free(blocks), wk_free(toks), wk_free(at), wk_free(ids), wk_free(vals), wk_free(seqs),
+      wk_free(dt), wk_free(lg);
+  return rc != 0;
+}
+
 int main(int argc, char **argv) {
   if (backend_cuda_device_count() == 0) {
     printf("skipped: no CUDA device\n");
@@ -413,6 +478,19 @@ int main(int argc, char **argv) {
   if (argc >= 3 && !strcmp(argv[1], "model"))
     return bench_model(argv[2], argc > 3 ? atoi(argv[3]) : 4096, argc > 4 ? atoi(argv[4]) : 1024,
                        argc > 5 ? atoi(argv[5]) : 128);
-  fprintf(stderr, "usage: bench_cuda ceil | matvec COPY_GBPS | sweep COPY_GBPS | dequant COPY_GBPS | rows COPY_GBPS | model FILE [prefill [chunk [decode]]]\n");
+  if (argc >= 3 && !strcmp(argv[1], "batch")) {  // batch FILE [ctx [steps [B...]]]
+    int bs[16], nbs = 0;
+    for (int i = 5; i < argc && nbs < 16; i++) bs[nbs++] = atoi(argv[i]);
+    static const int def[] = {1, 2, 3, 4, 8, 16, 32, 64};
+    if (!nbs) memcpy(bs, def, sizeof def), nbs = 8;
+    for (int i = 0; i < nbs; i++)
+      if (bs[i] < 1 || bs[i] > 256) {
+        fprintf(stderr, "bench_cuda batch: %d sequences (1 to 256)\n", bs[i]);
+        return 2;
+      }
+    return bench_batch(argv[2], argc > 3 ? atoi(argv[3]) : 512, argc > 4 ? atoi(argv[4]) : 32, bs,
+                       nbs);
+  }
+  fprintf(stderr, "usage: bench_cuda ceil | matvec COPY_GBPS | sweep COPY_GBPS | dequant COPY_GBPS | rows COPY_GBPS | model FILE [prefill [chunk [decode]]] | batch FILE [ctx [steps [B...]]]\n");
   return 2;
 }

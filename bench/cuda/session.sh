@@ -20,6 +20,8 @@
 #           that folder holds another tree (e.g. `git archive COMMIT`); memory with 512-token
 #           batches for the first type (CHUNKS: batch sizes, default 512; MODEL_REPS: rounds of
 #           base / AB / ref, default 1)
+#   batch   decode steps of 1 to 64 sequences at once (a server's batch) on the first type of
+#           TYPES at context 512 (`bench_cuda batch FILE 512 32`), as built and under each AB
 #   flash   flash attention (prefill) alone at 4096 tokens; with ncu its profile (FLASH_V: variant)
 #   stamps  the decode attention's timeline (a build with -DWICK_CUDA_STAMPS; bench_attn
 #           stamps, then the 8B model of the first type at ARGS, its last layer's launch,
@@ -62,7 +64,7 @@ say "== steps: $STEPS; types: $TYPES; args: $ARGS; ab: ${AB:-none}"
 
 # The 8B models need no GPU: a CPU-only build makes them in the background.
 MK=
-if has model || has cpu || has ncu || has stamps; then
+if has model || has cpu || has ncu || has stamps || has batch; then
   (cmake -S . -B $B-cpu -DCMAKE_BUILD_TYPE=Release -DWICK_CUDA=OFF > "$OUT/cpu-build.log" 2>&1 &&
     cmake --build $B-cpu --target wick_cli test_kernels test_kernels_act -j"$NP" >> "$OUT/cpu-build.log" 2>&1 ||
     echo "cpu build failed" >> "$LOG"
@@ -72,7 +74,7 @@ if has model || has cpu || has ncu || has stamps; then
          > /dev/null 2>&1 && mv /tmp/8b2.part /tmp/8b2-$ty.gguf
      done
    fi
-   if has model || has stamps; then
+   if has model || has stamps || has batch; then
      for ty in $TYPES; do
        t1=$(date +%s)
        $B-cpu/wick mkmodel --arch llama --like llama3-8b --type "$ty" -o /tmp/8b-$ty.part > /dev/null 2>&1 &&
@@ -266,6 +268,20 @@ if [ -n "$STB" ]; then
     [ -f /tmp/8b-$ty.gguf ] && env "${envs[@]}" timeout 150 $B-st/bench_cuda model /tmp/8b-$ty.gguf \
       $ARGS 2>&1 | grep -E "^stamps|^ |RESULT decode" | tee -a "$LOG"
   done
+fi
+if has batch; then  # several sequences a step, the first type
+  ty=${TYPES%% *}
+  if [ -f /tmp/8b-$ty.gguf ]; then
+    for ab in base $AB; do
+      envs=()
+      [ "$ab" != base ] && IFS=, read -r -a envs <<< "$ab"
+      say "== batch decode, $ty, $ab ($(since))"
+      env "${envs[@]}" timeout 240 $B/bench_cuda batch /tmp/8b-$ty.gguf 512 32 2>&1 |
+        grep -E "^batch|FAIL" | tee -a "$LOG"
+    done
+  else
+    say "no 8B $ty model for the batch step"
+  fi
 fi
 if has model; then
   first=1
