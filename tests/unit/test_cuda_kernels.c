@@ -563,10 +563,10 @@ int main(void) {
       test_glu_v(t, 45, 1024, 1, 1, 6, 1);
       test_glu_v(t, 21, fit_cols(t, 1280), 3, 0, 6, 1);
     }
-    // Path 9: the register-streamed kernel's FP8 format (f32 x), not
-    // MV_REG's choice for it: rows off a step's blocks (768, 896, 1280,
-    // 2816 columns), 14336 columns (56 KB of x), one to several units a
-    // warp, 1 to 4 tokens.
+    // Path 9: the register-streamed kernel's FP8 format (f32 x) in one
+    // plain launch (MV_REG's choice for FP8 since session 12, path 6 above):
+    // rows off a step's blocks (768, 896, 1280, 2816 columns), 14336 columns
+    // (56 KB of x), one to several units a warp, 1 to 4 tokens.
     if (t == WK_FP8_E4M3 || t == WK_FP8_E5M2) {
       test_matmul(t, 45, 768, 1, 9);
       test_matmul(t, 37, 14336, 1, 9);

@@ -19,9 +19,8 @@ extern "C" {
 #include "base/fp.h"
 }
 
-// Path 9: one launch of the register-streamed kernel at the type's shape,
-// for every type it has a format for (mvr_can: F16 and BF16 too, which
-// MV_REG does not send to it yet).
+// Path 9: one plain launch of the register-streamed kernel at the type's
+// shape (mvr_cfg), for every type it has a format for (mvr_can).
 template <int T>
 static cudaError_t test_mvr(const uint8_t *w, size_t rb, int rows, int cols, const float *x, int n,
                             float *y, cudaStream_t st) {
