@@ -344,16 +344,12 @@ static int cuda_prepare(wk_backend *b, const wk_model *m, const wk_backend_param
   const char *we = getenv("WICK_CUDA_WIDE");
   s->c.mv_wide = !we ? WIDE_FILLS : we[0] == '0' ? WIDE_OFF : !strcmp(we, "all") ? WIDE_ALL : WIDE_FILLS;
   // FP8 products run on the register kernel's plain format with f32 x
-  // (mvr.cuh, 1 item in flight); WICK_CUDA_FP8W=reg3 or =reg5 with that many
-  // items in flight, =v4 on the v4 kernel (the default before session 12),
-  // =1 (E4M3) on the 16-byte-piece format with f16 x (mvr_fp8w.cuh).
-  // Comparison settings.
+  // (mvr.cuh, 1 item in flight); WICK_CUDA_FP8W=v4 on the v4 kernel (the
+  // default before session 12), =1 (E4M3) on the 16-byte-piece format with
+  // f16 x (mvr_fp8w.cuh). Comparison settings (session 12 measured 3 and 5
+  // items in flight too: the bench's `/reg 1024/1/D+pdl` rows).
   const char *f8 = getenv("WICK_CUDA_FP8W");
-  s->c.mv_fp8w = !f8                    ? FP8_REG
-                 : f8[0] == '1'         ? FP8_W
-                 : !strcmp(f8, "v4")    ? FP8_V4
-                                        : FP8_REG;
-  s->c.mv_fp8d = f8 && !strncmp(f8, "reg", 3) ? atoi(f8 + 3) : 0;
+  s->c.mv_fp8w = !f8 ? FP8_REG : f8[0] == '1' ? FP8_W : !strcmp(f8, "v4") ? FP8_V4 : FP8_REG;
   // WICK_CUDA_MVD=0: the int8-x types at their session-11 kernels and
   // shapes (Q4_K, Q5_K, Q8_0 on the register kernel with more items in
   // flight, the wide Q4_K format at 768 threads and 3 items; Q4_0..Q5_1 on

@@ -48,7 +48,6 @@ struct cu_ctx {
                           // kernel's plain format (mvr.cuh, f32 x); FP8_V4 the v4 kernel,
                           // FP8_W (E4M3) the 16-byte-piece format (mvr_fp8w.cuh, f16 x):
                           // comparison settings
-  int mv_fp8d;            // FP8_REG: items in flight (3 or 5; else mvr_cfg's, 1)
   int mv_s11;             // 1: the int8-x types at their session-11 kernels and shapes
                           // (mvr_cfg_s11, the wide Q4_K's ALT, Q4_0..Q5_1 on mvs.cuh;
                           // WICK_CUDA_MVD=0)
@@ -82,7 +81,7 @@ struct cu_ctx {
 // the types it serves (mvr_has: every type but F32 since session 12),
 // MV_INT8 for the rest.
 enum { MV_INT8 = 0, MV_F32X = 1, MV_STREAM = 2, MV_REG = 3 };
-// cu_ctx.mv_fp8w (WICK_CUDA_FP8W=reg, =reg3, =reg5 / =v4 / =1).
+// cu_ctx.mv_fp8w (WICK_CUDA_FP8W unset / =v4 / =1).
 enum { FP8_REG = 0, FP8_V4 = 1, FP8_W = 2 };
 
 // An RMSNorm folded into a matrix-vector product's input: the kernel reads

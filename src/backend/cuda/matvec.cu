@@ -149,13 +149,6 @@ static cudaError_t launch_mvr(const cu_ctx *c, const mv_jobs &jobs, int cols, co
       if (e != cudaErrorInvalidValue) return e;
     }
   }
-  if constexpr (T == WK_FP8_E4M3 || T == WK_FP8_E5M2) {  // WICK_CUDA_FP8W=reg3, reg5
-    const int d = c->mv_fp8d;
-    cudaError_t e = cudaErrorInvalidValue;
-    if (d == 3) e = mvr_launch<T, 1024, 1, 3, GLU>(js, cols, x, n, beta, act, c->pdl != 0, c->st);
-    if (d == 5) e = mvr_launch<T, 1024, 1, 5, GLU>(js, cols, x, n, beta, act, c->pdl != 0, c->st);
-    if (e != cudaErrorInvalidValue) return e;
-  }
   if constexpr (T == WK_Q4_K || T == WK_Q5_K || T == WK_Q8_0) {  // WICK_CUDA_MVD=0
     if (c->mv_s11) {
       using S = mvr_cfg_s11<T, GLU>;
