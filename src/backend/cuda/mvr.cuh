@@ -732,9 +732,9 @@ struct mvr_cfg {
   static constexpr int NT = 1024;
 };
 template <int T, bool GLU>
-struct mvr_cfg_s11 {
+struct mvr_cfg_s11 {  // Q4_K, Q5_K, Q8_0 (matvec.cu's WICK_CUDA_MVD=0)
   static constexpr int RW = 1;
-  static constexpr int D = T == WK_Q6_K ? 1 : T == WK_Q5_K && !GLU ? 2 : 3;
+  static constexpr int D = T == WK_Q5_K && !GLU ? 2 : 3;
   static constexpr int NT = T == WK_Q5_K && GLU ? 768 : 1024;
 };
 

@@ -146,7 +146,7 @@ struct mvr_wide4<WK_Q5_K> : mvr_w4_base {
 template <int T, bool GLU, bool ALT = false>
 struct mvr_w4_cfg {
   static constexpr int RW = 1;
-  static constexpr int D = T == WK_Q4_K ? (ALT ? 3 : 1) : (ALT ? 3 : 1);
+  static constexpr int D = ALT ? 3 : 1;
   static constexpr int NT = T == WK_Q4_K ? (ALT ? 768 : 1024) : (ALT ? 512 : 768);
 };
 
