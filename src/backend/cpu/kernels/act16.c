@@ -91,7 +91,10 @@ int wk_act16_pick(int type, int level, wk_kernel *out) {
   if (level == WK_LEVEL_AUTO) level = best;
   if (level < WK_LEVEL_SCALAR || level > best) return WICK_ERR_UNSUPPORTED;
   wk_kernel k = {.type = type, .act = act, .k_multiple = act == WK_ACT_A16 ? 32 : 256};
-  if (level >= WK_LEVEL_AVX2 && wk_act16_avx2_find(type, &k.vec_dot, &k.gemm)) {
+  if (level >= WK_LEVEL_AVX512 && wk_act16_avx512_find(type, &k.vec_dot, &k.gemm)) {
+    k.level = WK_LEVEL_AVX512;
+    k.quantize_act = act == WK_ACT_A16 ? wk_act16_avx2_quantize : wk_act16k_avx2_quantize;
+  } else if (level >= WK_LEVEL_AVX2 && wk_act16_avx2_find(type, &k.vec_dot, &k.gemm)) {
     k.level = WK_LEVEL_AVX2;
     k.quantize_act = act == WK_ACT_A16 ? wk_act16_avx2_quantize : wk_act16k_avx2_quantize;
   } else if (wk_act16_scalar_find(type, &k.vec_dot, &k.gemm)) {

@@ -100,7 +100,7 @@ static inline int wk_act16k_pos(int i) {
 
 // Fills *out with the 16-bit-activation kernels of weight type `type` at
 // `level` (WK_LEVEL_AUTO: the best this CPU has; AVX-512 CPUs get the AVX2
-// kernels). Returns WICK_OK, or WICK_ERR_UNSUPPORTED when the type has none
+// kernels for the types their level does not implement). Returns WICK_OK, or WICK_ERR_UNSUPPORTED when the type has none
 // (float weights: use wk_kernel_pick) or this CPU lacks `level`.
 int wk_act16_pick(int type, int level, wk_kernel *out);
 
@@ -133,6 +133,11 @@ int wk_act16_lookup(const wk_act16_row *rows, size_t n, int type, wk_vec_dot_fn 
 // Per-level lookups: fill *dot and *gemm, return 1 when the level has `type`.
 int wk_act16_scalar_find(int type, wk_vec_dot_fn *dot, wk_gemm_fn *gemm);
 int wk_act16_avx2_find(int type, wk_vec_dot_fn *dot, wk_gemm_fn *gemm);
+// The AVX-512 level (F, BW, VL, VNNI: wk_kernel_best_level's AVX512): its
+// own kernels where it has them (act16_avx512_q.c, act16_avx512_k.c), the
+// same activation bytes as the AVX2 converters.
+int wk_act16_avx512_find(int type, wk_vec_dot_fn *dot, wk_gemm_fn *gemm);
+int wk_act16_avx512_k_find(int type, wk_vec_dot_fn *dot, wk_gemm_fn *gemm);
 // AVX2 decoders of the 32-value and the super-block formats (1: done).
 int wk_act16_avx2_dequant_q(int type, const uint8_t *src, float *dst, int64_t nb);
 int wk_act16_avx2_dequant_k(int type, const uint8_t *src, float *dst, int64_t nb);

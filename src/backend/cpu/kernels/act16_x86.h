@@ -23,7 +23,11 @@
 
 #include "backend/cpu/kernels/act16.h"
 
+// The target of every function here: AVX2 + FMA + F16C, or what a level
+// file defines before including this header (act16_avx512_*.c).
+#ifndef AT
 #define AT __attribute__((target("avx2,fma,f16c")))
+#endif
 #define AI static inline __attribute__((always_inline))
 #define A16_PRAGMA(x) _Pragma(#x)
 #define A16_UNROLL A16_PRAGMA(GCC unroll 16)
