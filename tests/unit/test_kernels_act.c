@@ -1,6 +1,6 @@
 // 16-bit-activation kernels (src/backend/cpu/kernels/act16.h) against the
 // reference quant routines (src/quant), for every weight type they cover and
-// every level this CPU runs (scalar, AVX2):
+// every level this CPU runs (scalar, AVX2, AVX-512 where it has kernels):
 //  - the converter writes exactly wk_act16_row_size bytes (poisoned tail),
 //    the same bytes at every level, each activation within half a step of
 //    its input (|x - d v| <= d / 2 + 2^-22 |x|, |v| <= 16383), the block
@@ -18,6 +18,8 @@
 //    at full range, or with every lo byte 0) where int32 and pmaddubsw's
 //    int16 sums come closest to overflowing, through vec_dot, the
 //    multi-token gemm and the one-token decode tiles (24 rows);
+//  - the AVX-512 level's gemm bit-identical to the AVX2 level's (every tile
+//    shape of rows 1..17 x tokens 1..11), so results do not depend on the CPU;
 //  - the AVX2 f32 decoder (wk_act16_dequant_row) equal to wk_dequantize_row
 //    value for value;
 //  - the f32 FMA tiles (wk_fma_rows) against double dot products, and every
@@ -301,6 +303,43 @@ static void check_shapes(const wk_kernel *kr, uint64_t *seed) {
   free(w), free(xq), free(x), free(y);
 }
 
+// A level above AVX2 against the AVX2 kernels: the same integer sums and the
+// same f32 operations, so every output bit-identical (rows 1..17 x tokens
+// 1..11 at two row lengths: every decode and multi-token tile shape).
+static void check_same_as_avx2(const wk_kernel *kr, uint64_t *seed) {
+  wk_kernel k2;
+  CHECK(wk_act16_pick(kr->type, WK_LEVEL_AVX2, &k2) == WICK_OK);
+  enum { MAXR = 17, MAXT = 11 };
+  for (int64_t n = 512; n <= 4096; n *= 8) {
+    const size_t rb = wk_row_size(kr->type, n), xb = wk_act16_row_size(kr->act, n);
+    uint8_t *w = malloc(rb * MAXR), *xq = malloc(xb * MAXT), *xq2 = malloc(xb * MAXT);
+    float *x = malloc(sizeof(float) * n), *y = malloc(sizeof(float) * MAXR * MAXT);
+    float *y2 = malloc(sizeof(float) * MAXR * MAXT);
+    for (int r = 0; r < MAXR; r++) {
+      fill_random(seed, x, n, 0);
+      CHECK(wk_quantize_row(kr->type, x, w + r * rb, n) == WICK_OK);
+    }
+    for (int t = 0; t < MAXT; t++) {
+      fill_random(seed, x, n, 1);
+      kr->quantize_act(x, xq + t * xb, n);
+      k2.quantize_act(x, xq2 + t * xb, n);
+    }
+    CHECK(memcmp(xq, xq2, xb * MAXT) == 0);
+    int same = 1;
+    for (int rows = 1; rows <= MAXR; rows++)
+      for (int tokens = 1; tokens <= MAXT; tokens++) {
+        kr->gemm(w, rb, n, rows, xq, xb, tokens, y, rows);
+        k2.gemm(w, rb, n, rows, xq, xb, tokens, y2, rows);
+        same &= memcmp(y, y2, sizeof(float) * rows * tokens) == 0;
+      }
+    if (!same)
+      fprintf(stderr, "%s %s: differs from the AVX2 kernels (k = %lld)\n",
+              wk_type_get(kr->type)->name, wk_kernel_level_name(kr->level), (long long)n);
+    CHECK(same);
+    free(w), free(xq), free(xq2), free(x), free(y), free(y2);
+  }
+}
+
 // Blocks whose every weight is the format's largest |code * scale|, against
 // activations of one sign at full range: the kernels' int32 sums peak here.
 // Variant 1: Q6_K's largest unsigned code (63, value 31) times scale -128,
@@ -429,6 +468,7 @@ int main(void) {
       check_shapes(&kr, &seed);
       check_extreme(&kr, 0);
       check_extreme(&kr, 1);
+      if (kr.level > WK_LEVEL_AVX2) check_same_as_avx2(&kr, &seed);
       printf("%-7s %-6s worst err / tol: weights %.3f, activations %.3f\n",
              wk_type_get(type)->name, wk_kernel_level_name(kr.level), st.worst_w, st.worst_a);
     }
