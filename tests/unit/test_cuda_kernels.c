@@ -562,6 +562,21 @@ int main(void) {
       test_matmul_v(t, 27, fit_cols(t, 2816), 2, 6, 1);
       test_glu_v(t, 45, 1024, 1, 1, 6, 1);
       test_glu_v(t, 21, fit_cols(t, 1280), 3, 0, 6, 1);
+      // Batches (a block takes 2, 4 or 8 tokens and reads each weight once;
+      // more than 8: several grid rows, the last partly filled): 5 to 16
+      // tokens on rows off a step, 14336 columns (F16/BF16/FP8: fewer
+      // tokens a block, x's f32 copies fill shared memory), gate/up, the
+      // folded norm.
+      test_matmul(t, 29, 4096, 8, 6);
+      test_matmul(t, 33, fit_cols(t, 1280), 5, 6);
+      test_matmul(t, 31, 14336, 11, 6);
+      test_matmul(t, 6000, 256, 16, 6);
+      test_matmul(t, 29, 4096, 7, 8);
+      test_glu(t, 37, fit_cols(t, 1280), 6, 1, 6);
+      test_glu(t, 43, 4096, 9, 0, 6);
+      test_glu(t, 29, 12288, 8, 1, 6);
+      test_matmul_v(t, 19, 4096, 8, 6, 2);
+      test_glu_v(t, 21, fit_cols(t, 1280), 12, 0, 6, 1);
     }
     // Path 9: the register-streamed kernel's FP8 format (f32 x) in one
     // plain launch (MV_REG's choice for FP8 since session 12, path 6 above):
@@ -621,6 +636,11 @@ int main(void) {
       test_matmul_v(t, 27, 2816, 2, 10, 1);
       test_glu_v(t, 45, 1024, 1, 1, 10, 1);
       test_glu_v(t, 21, 1280, 3, 0, 10, 1);
+      test_matmul(t, 29, 4096, 8, 10);
+      test_matmul(t, 33, 1280, 13, 10);
+      test_glu(t, 37, 1280, 5, 1, 10);
+      test_glu(t, 43, 4096, 8, 0, 10);
+      test_matmul_v(t, 19, 4096, 6, 10, 1);
     }
     test_norm_refused(t, 3);
     test_embed(t, 50, 512);

@@ -1,5 +1,7 @@
 // CPU-vs-CUDA parity of whole models through the backend contract: chunked
-// prefill (matrix-vector and GEMM paths), a batch of two sequences, and
+// prefill (chunks of 3 tokens on the matrix-vector path, then 11 and 32 on
+// the GEMM path), a batch of two sequences (8 tokens), a decode step of
+// both, and
 // greedy continuations. Per position the top-1 token must agree on >= 99%
 // of positions and the logits' cosine be >= 0.999; greedy runs must be
 // identical. The CUDA matrix-vector kernels round x to int8 (as the CPU fast
@@ -126,7 +128,7 @@ static int parity(const char *path, int n_prompt) {
     if (run_both(&p, &bt)) goto done_blocks;
     compare(&pre, p.lg[0], p.lg[1], c, m.vocab);
     done += c, last_c = c;
-    chunk = 32;
+    chunk = chunk == 3 ? 11 : 32;
   }
   // Greedy continuation: each backend follows its own argmax.
   int next[2];
@@ -160,6 +162,14 @@ static int parity(const char *path, int n_prompt) {
     wk_batch bt = {toks, 8, s2, 2, at, 8};
     if (run_both(&p, &bt)) goto done_blocks;
     compare(&pre, p.lg[0], p.lg[1], 8, m.vocab);
+    // A decode step of both (one new token each: the products take both
+    // tokens in one pass over the weights).
+    toks[0] = (int32_t)(4099 % m.vocab), toks[1] = (int32_t)(8191 % m.vocab);
+    at[0] = 1, at[1] = 0;
+    wk_seq s3[2] = {{bb, nb_seq, 7, 1, 1}, {ba, nb_seq, done + 1, 1, 0}};
+    wk_batch bd = {toks, 2, s3, 2, at, 2};
+    if (run_both(&p, &bd)) goto done_blocks;
+    compare(&dec, p.lg[0], p.lg[1], 2, m.vocab);
   }
   double all_pos = pre.positions + dec.positions;
   int ties = pre.ties + dec.ties;

@@ -26,7 +26,17 @@ extern "C" {
 // kernels (v7).
 static const int MV_KERNEL_DEFAULT = MV_REG, PDL_DEFAULT = 1, FOLD_NORM_DEFAULT = 1;
 static_assert((int)CU_TOPK_MAX == (int)WK_TOPK_MAX, "one top-k limit");
-enum { GRAPH_MAX_N = 4 };
+// Batches of up to GRAPH_MAX_N tokens run as captured graphs. Decode steps
+// of up to MV_MAX_DECODE sequences (one new token each) take the
+// matrix-vector kernels (the register kernel reads each weight once for up
+// to 8 tokens: mvr.cuh), other batches up to MV_MAX_PROMPT tokens: the
+// matrix-vector kernels round x to int8, and on prompt chunks of 11 tokens
+// of the trimmed Gemma 3 that moved the logits to a cosine of 0.99885
+// against the CPU's (parity wants 0.999; the GEMM path's f16 x keeps it).
+// Larger batches take the GEMM path: 16 sequences of the 8B Q4_K_M decode
+// 10.7 ms a step there against 13.3 in two 8-token tiles (session 13).
+// WICK_CUDA_MV_MAX=N (0..16) moves the decode boundary (comparison).
+enum { GRAPH_MAX_N = 16, MV_MAX_DECODE = 8, MV_MAX_PROMPT = 4 };
 
 struct cu_layer {
   cu_weight wq, wk, wv, wo, wg, wu, wd;
@@ -85,7 +95,10 @@ struct cu_state {
   int attn_blocks_per_token;  // split attention's blocks a token and split (kv or query heads)
   int attn_per_sm;            // and of those an SM (cu_attn_decode_per_sm)
   int attn_splits_max;        // > 0: at most this many key splits (comparison)
-  cudaGraphExec_t graphs[GRAPH_MAX_N + 1][GRAPH_MAX_N + 1][ATT_SPLIT_LOG_MAX + 1];
+  int mv_max_decode;          // decode steps of up to this many sequences: matrix-vector kernels
+  // [tokens][sequences with new tokens][logits rows][log2 of key splits]:
+  // the kernels' choices and arguments depend on all four.
+  cudaGraphExec_t graphs[GRAPH_MAX_N + 1][GRAPH_MAX_N + 1][GRAPH_MAX_N + 1][ATT_SPLIT_LOG_MAX + 1];
 };
 
 static size_t align256(size_t v) { return (v + 255) & ~(size_t)255; }
@@ -312,7 +325,9 @@ static int cuda_prepare(wk_backend *b, const wk_model *m, const wk_backend_param
   CK(cudaStreamCreateWithFlags(&s->c.st, cudaStreamNonBlocking));
   CK(cublasCreate(&s->c.blas));
   CK(cublasSetStream(s->c.blas, s->c.st));
-  s->c.mv_max_tokens = GRAPH_MAX_N;
+  const char *mm = getenv("WICK_CUDA_MV_MAX");
+  s->mv_max_decode = mm && atoi(mm) >= 0 && atoi(mm) <= GRAPH_MAX_N ? atoi(mm) : MV_MAX_DECODE;
+  s->c.mv_max_tokens = s->mv_max_decode < MV_MAX_PROMPT ? s->mv_max_decode : MV_MAX_PROMPT;
   const char *ge = getenv("WICK_CUDA_GRAPHS");
   s->use_graphs = !(ge && ge[0] == '0');
   // WICK_CUDA_MATVEC=int8 | f32 (f32 x for every type, v4) | stream (the
@@ -362,6 +377,11 @@ static int cuda_prepare(wk_backend *b, const wk_model *m, const wk_backend_param
   // F16/BF16/FP8 products as in session 6 (first weight loads after x is
   // staged; whole rows a warp) for comparison (internal.cuh, mvr.cuh).
   s->c.mv_mvr = mvr_opts_env();
+  // WICK_CUDA_NTOK=1, 2 or 4: the register-streamed kernel takes at most that
+  // many tokens a block (default 8: a batch of up to 8 reads each weight
+  // once; more tokens take several grid rows). Comparison setting.
+  const char *nt = getenv("WICK_CUDA_NTOK");
+  s->c.mv_ntok = nt && (atoi(nt) == 1 || atoi(nt) == 2 || atoi(nt) == 4) ? atoi(nt) : 8;
   // WICK_CUDA_PF=N: steps of each warp's first unit the register-streamed
   // kernel asks of the L2 before its wait (default 1 for int8 x, 0 for f32
   // x: mvr.cuh; comparison).
@@ -436,6 +456,7 @@ static int cuda_prepare(wk_backend *b, const wk_model *m, const wk_backend_param
   // slower, session 3; pieces are now whole 256-row multiples). 32 MB saved 85
   // MB with 512-token batches but made their prefill 13% slower (session 4).
   if (wmax > ((size_t)64 << 20)) wmax = (size_t)64 << 20;
+  // (prepare leaves c.mv_max_tokens at the prompt boundary, the lower one)
   size_t wsc_elems = T > (size_t)s->c.mv_max_tokens || L > (size_t)s->c.mv_max_tokens ? wmax : 0;
   size_t wsc_off = tot;
   tot += align256(wsc_elems * sizeof(__half));
@@ -461,7 +482,9 @@ static int cuda_prepare(wk_backend *b, const wk_model *m, const wk_backend_param
   s->meta_d = (int32_t *)(s->ws + meta_off);
   CK(cudaMallocHost((void **)&s->meta_h, s->meta_ints * sizeof(int32_t)));
   CK(cudaMallocHost((void **)&s->logits_h, L * m->vocab * sizeof(float)));
-  if ((st = cu_topk_init(&s->topk, (int)(L < 16 ? L : 16), m->vocab, err))) return st;
+  // Rows of a decode step's top-k: one a sequence (32 KB of keys a row at a
+  // vocabulary of 128256).
+  if ((st = cu_topk_init(&s->topk, (int)(L < 256 ? L : 256), m->vocab, err))) return st;
   s->ws_bytes += s->topk.bytes;
   int32_t *md = s->meta_d;
   s->meta.tok = md, s->meta.pos = md + T, s->meta.slot = md + 2 * T, s->meta.tseq = md + 3 * T;
@@ -675,8 +698,10 @@ static int run_batch(cu_state *s, const wk_batch *bt, wk_error *err) {
   CK(cudaMemcpyAsync(s->meta_d, s->meta_h, s->meta_ints * sizeof(int32_t), cudaMemcpyHostToDevice,
                      s->c.st));
   int n = bt->n_tokens, nl = bt->n_logits, lg = attn_splits_log2(s, n, s->max_ctx);
+  const int prompt_max = s->mv_max_decode < MV_MAX_PROMPT ? s->mv_max_decode : MV_MAX_PROMPT;
+  s->c.mv_max_tokens = n == s->n_seqs ? s->mv_max_decode : prompt_max;
   if (s->use_graphs && n <= GRAPH_MAX_N && nl <= GRAPH_MAX_N) {
-    cudaGraphExec_t *ge = &s->graphs[n][nl][lg];
+    cudaGraphExec_t *ge = &s->graphs[n][s->n_seqs][nl][lg];
     if (!*ge) {
       cudaGraph_t g;
       CK(cudaStreamBeginCapture(s->c.st, cudaStreamCaptureModeThreadLocal));
@@ -750,9 +775,10 @@ static void cuda_destroy(wk_backend *b) {
   cu_state *s = (cu_state *)b->ctx;
   if (s) {
     for (int i = 0; i <= GRAPH_MAX_N; i++)
-      for (int j = 0; j <= GRAPH_MAX_N; j++)
-        for (int k = 0; k <= ATT_SPLIT_LOG_MAX; k++)
-          if (s->graphs[i][j][k]) cudaGraphExecDestroy(s->graphs[i][j][k]);
+      for (int q = 0; q <= GRAPH_MAX_N; q++)
+        for (int j = 0; j <= GRAPH_MAX_N; j++)
+          for (int k = 0; k <= ATT_SPLIT_LOG_MAX; k++)
+            if (s->graphs[i][q][j][k]) cudaGraphExecDestroy(s->graphs[i][q][j][k]);
     if (s->c.blas) cublasDestroy(s->c.blas);
     cudaFree(s->c.flag);
     if (s->c.st) cudaStreamDestroy(s->c.st);

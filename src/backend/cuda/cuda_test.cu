@@ -36,12 +36,17 @@ static cudaError_t test_mvr(const uint8_t *w, size_t rb, int rows, int cols, con
 
 // Path 10: the register-streamed kernel with the wide K-quant formats
 // (mvr_w4.cuh: 4 lanes a Q4_K / Q5_K super-block) over jobs js.
+// Several tokens: 2, 4 or 8 a block (512 threads), as matvec.cu launches them.
 template <int T, bool GLU, bool ALT = false>
 static cudaError_t test_mvr_w4(const mv_jobs &js, int cols, const float *x, int n, float beta,
                                int act, bool pdl, cudaStream_t st) {
   if constexpr (T == WK_Q4_K || T == WK_Q5_K) {
     using C = mvr_w4_cfg<T, GLU, ALT>;
-    return mvr_launch<T, C::NT, C::RW, C::D, GLU, mvr_wide4<T>>(js, cols, x, n, beta, act, pdl, st);
+    using F = mvr_wide4<T>;
+    if (n >= 5) return mvr_launch<T, 512, C::RW, C::D, GLU, F, 8>(js, cols, x, n, beta, act, pdl, st);
+    if (n >= 3) return mvr_launch<T, 512, C::RW, C::D, GLU, F, 4>(js, cols, x, n, beta, act, pdl, st);
+    if (n == 2) return mvr_launch<T, 512, C::RW, C::D, GLU, F, 2>(js, cols, x, n, beta, act, pdl, st);
+    return mvr_launch<T, C::NT, C::RW, C::D, GLU, F>(js, cols, x, n, beta, act, pdl, st);
   }
   return cudaErrorNotSupported;
 }
@@ -80,7 +85,7 @@ extern "C" int cuda_test_matmul(int type, const void *w, int rows, int cols, con
   CK(cudaMemcpy(dx, x, sizeof(float) * n * cols, cudaMemcpyHostToDevice));
   CK(cudaMemset(dy, 0xff, sizeof(float) * n * rows));  // NaN
   cu_weight cw = {dw, type, rows, cols, rb};
-  b.c.mv_max_tokens = 4;
+  b.c.mv_max_tokens = 16;
   if (path == 1) {
     b.c.mv_max_tokens = 0;
     b.c.xh_elems = (size_t)n * cols;
@@ -154,7 +159,7 @@ extern "C" int cuda_test_matmul_norm(int type, const void *w, int rows, int cols
                                      float *y, int *prog_edges, wk_error *err) {
   dev_bufs b;
   TRY(b.init(err));
-  b.c.mv_max_tokens = 4;
+  b.c.mv_max_tokens = 16;
   b.c.pdl = b.c.pdl_v4 = 1;
   b.c.mv_f32x = path == 3 ? MV_F32X : path == 4 ? MV_STREAM : path == 6 ? MV_REG : MV_INT8;
   size_t rb = wk_row_size(type, cols);
@@ -215,7 +220,7 @@ extern "C" int cuda_test_matvec_glu(int type, const void *wg, const void *wu, in
                                     int path, float *y, wk_error *err) {
   dev_bufs b;
   TRY(b.init(err));
-  b.c.mv_max_tokens = 4;
+  b.c.mv_max_tokens = 16;
   b.c.mv_f32x = path == 4 ? MV_STREAM : path == 6 ? MV_REG : MV_INT8;
   size_t rb = wk_row_size(type, cols);
   uint8_t *dg, *du;

@@ -53,6 +53,9 @@ struct cu_ctx {
                           // WICK_CUDA_MVD=0)
   int mv_f16d;            // F16/BF16 items in flight (7; else mvr_cfg's, 3;
                           // WICK_CUDA_F16D, comparison)
+  int mv_ntok = 8;        // tokens a block of the register-streamed kernel (1, 2, 4 or 8;
+                          // WICK_CUDA_NTOK, comparison): a batch of that many reads
+                          // each weight once
   int mv_mvr;             // the register-streamed kernel's comparison options (MVR_*)
   int mv_pf = -1;         // >= 0: the register-streamed kernel's L2 prefetch before the
                           // wait, in steps of a warp's first unit (-1: the kernel's

@@ -110,6 +110,43 @@ static bool mvr_wide_fills(const mv_jobs &js, int n) {
   return 10L * wide >= 9L * lanes8;
 }
 
+// Tokens a block of the register-streamed kernel for a batch of n: 1 up to
+// 3 tokens (a grid row a token: the rows re-read the matrix, largely from
+// L2), 4 for 4, 8 from 5 on; at most the context's mv_ntok. In the 8B
+// Q4_K_M decode of B sequences (session 13, bench_cuda batch, ms a step at
+// context 512, a block of 2 / 4 / 8 tokens against a grid row a token):
+// B = 2 3.36 against 3.10, B = 3 (4 a block) 4.07 / 4.09, B = 4 4.66 / 5.06,
+// B = 8 7.95 / 9.28.
+static inline int mvr_ntok(const cu_ctx *c, int n) {
+  const int t = n <= 3 ? 1 : n <= 4 ? 4 : 8;
+  return t < c->mv_ntok ? t : c->mv_ntok;
+}
+
+// mvr_launch with mvr_ntok(c, n) tokens a block, or fewer where their
+// copies of x do not fit in shared memory (F32X rows of 14336 columns: 57
+// KB a token). Several tokens a block take blocks of at most 512 threads:
+// a lane's accumulators (tokens x rows, x 2 for GLU) and x spilled at 64
+// registers a thread (1024 threads: ptxas, 4-430 bytes).
+template <int T, int NT, int RW, int D0, bool GLU, class F = mvr_fmt<T>>
+static cudaError_t mvr_launch_n(const cu_ctx *c, const mv_jobs &js, int cols, const float *x,
+                                int n, float beta, int act) {
+  // (3 items in flight at 512 threads, as many bytes in flight an SM as 1
+  // at 1024, was slower: 8B Q4_K_M batch decode of 2 / 4 / 8 sequences 3.41
+  // / 4.95 / 8.78 ms a step against 3.36 / 4.66 / 7.95.)
+  constexpr int NB = NT < 512 ? NT : 512, D = D0;
+  const bool pdl = c->pdl != 0;
+  const int nt = mvr_ntok(c, n);
+  cudaError_t e = cudaErrorInvalidValue;
+  if (nt >= 8) e = mvr_launch<T, NB, RW, D, GLU, F, 8>(js, cols, x, n, beta, act, pdl, c->st);
+  if (e == cudaErrorInvalidValue && nt >= 4)
+    e = mvr_launch<T, NB, RW, D, GLU, F, 4>(js, cols, x, n, beta, act, pdl, c->st);
+  if (e == cudaErrorInvalidValue && nt >= 2)
+    e = mvr_launch<T, NB, RW, D, GLU, F, 2>(js, cols, x, n, beta, act, pdl, c->st);
+  if (e == cudaErrorInvalidValue)
+    e = mvr_launch<T, NT, RW, D0, GLU, F, 1>(js, cols, x, n, beta, act, pdl, c->st);
+  return e;
+}
+
 // The register-streamed kernel (int8 x; f32 x for F16/BF16/FP8; f16 x for
 // FP8 E4M3 under WICK_CUDA_FP8W=1); falls back to the streamed one where x's
 // copy does not fit in shared memory or (FP8) a row is no whole 4-block steps.
@@ -130,16 +167,17 @@ static cudaError_t launch_mvr(const cu_ctx *c, const mv_jobs &jobs, int cols, co
     // the 8-lane one: 4096 rows take 86 blocks of 2 rows a warp against 128
     // of one (bench_cuda rows, session 7: Q4_K 4096x4096 31.8% against
     // 40.9%; 47.6 against 42.6 at 6144 rows, where it fills more).
+    const int tiles = cu_div_up(n, mvr_ntok(c, n));  // the grid's token rows
     if (c->mv_wide != WIDE_OFF && cols <= 8192 &&
-        (c->mv_wide == WIDE_ALL || mvr_wide_fills<T, GLU>(js, n))) {
+        (c->mv_wide == WIDE_ALL || mvr_wide_fills<T, GLU>(js, tiles))) {
       using W = mvr_w4_cfg<T, GLU>;
       using A = mvr_w4_cfg<T, GLU, true>;  // WICK_CUDA_MVD=0 (Q4_K: 768 threads, 3 items)
       cudaError_t e =
           T == WK_Q4_K && c->mv_s11
               ? mvr_launch<T, A::NT, A::RW, A::D, GLU, mvr_wide4<T>>(js, cols, x, n, beta, act,
                                                                      c->pdl != 0, c->st)
-              : mvr_launch<T, W::NT, W::RW, W::D, GLU, mvr_wide4<T>>(js, cols, x, n, beta, act,
-                                                                     c->pdl != 0, c->st);
+              : mvr_launch_n<T, W::NT, W::RW, W::D, GLU, mvr_wide4<T>>(c, js, cols, x, n, beta,
+                                                                       act);
       if (e != cudaErrorInvalidValue) return e;
     }
   }
@@ -166,8 +204,7 @@ static cudaError_t launch_mvr(const cu_ctx *c, const mv_jobs &jobs, int cols, co
   }
   if constexpr (mvr_has<T>::value) {
     using C = mvr_cfg<T, GLU>;
-    cudaError_t e =
-        mvr_launch<T, C::NT, C::RW, C::D, GLU>(js, cols, x, n, beta, act, c->pdl != 0, c->st);
+    cudaError_t e = mvr_launch_n<T, C::NT, C::RW, C::D, GLU>(c, js, cols, x, n, beta, act);
     if (e != cudaErrorInvalidValue) return e;
   }
   return launch_mvs<T, GLU>(c, js, cols, x, n, beta, act);

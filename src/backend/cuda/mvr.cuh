@@ -517,19 +517,35 @@ struct mvr_share {
 // NT: the largest block (ptxas fits the registers to one such block an
 // SM); the launch may use smaller ones (mvr_launch). F: the lanes' format
 // (mvr_fmt<T>, or another layout of T's blocks: mvr_w4.cuh).
-template <int T, int NT, int RW, int D, bool GLU, class F = mvr_fmt<T>>
+// Bytes of one token's x in shared memory: f32 (the float types), or int8
+// and a uint2 a 32-value group, rounded up to 16 (the next token's x is
+// read in 16-byte loads).
+template <int T>
+static __host__ __device__ __forceinline__ size_t mvr_xbytes(int cols) {
+  return mvr_f32x<T>::value ? (size_t)cols * sizeof(float)
+                            : ((size_t)cols + (size_t)cols / 32 * sizeof(uint2) + 15) & ~(size_t)15;
+}
+
+// NTOK: tokens a block (blockIdx.y: tokens [NTOK y, NTOK y + NTOK) of n):
+// each lane's weights are loaded once and multiplied with every token's x
+// (staged one after the other in shared memory), so a batch of up to NTOK
+// tokens reads the matrix once.
+template <int T, int NT, int RW, int D, bool GLU, class F = mvr_fmt<T>, int NTOK = 1>
 __global__ void __launch_bounds__(NT, 1) k_mvr(mv_jobs js, int cols, const float *__restrict__ x,
-                                               float beta, int act) {
+                                               float beta, int act, int n) {
   using W = typename F::w_t;
   constexpr bool F32X = mvr_f32x<T>::value;
   constexpr int BPS = 32 / F::LPB, BYTES = qtype<T>::BYTES, M = GLU ? 2 : 1;
   static_assert(!GLU || (D + 1) % 2 == 0, "gate and up items alternate: an even ring");
   extern __shared__ uint4 mvr_smem[];
   __shared__ float red[32];
-  __shared__ float part[NT / 32][2][M][RW];  // split units: a warp's first (0) and last (1) unit
-  uint8_t *xq = (uint8_t *)mvr_smem;  // F32X: x in f32; else int8 x, then xm
-  uint2 *xm = (uint2 *)(xq + cols);
-  const int lane = threadIdx.x & 31, tok = blockIdx.y, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+  __shared__ float part[NT / 32][2][NTOK][M][RW];  // split units: a warp's first (0) and last (1) unit
+  // Token t's x at xq0 + t xb: F32X x in f32; else int8 x, then xm.
+  uint8_t *const xq0 = (uint8_t *)mvr_smem;
+  const size_t xb = mvr_xbytes<T>(cols);
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+  // The block's tokens (one: the grid row's, known at compile time).
+  const int t0 = blockIdx.y * NTOK, ntk = NTOK == 1 ? 1 : min(NTOK, n - t0);
   const int sub = lane / F::LPB, j = lane % F::LPB;  // block of the step, lane in the block
   const int bpr = cols / qtype<T>::BLOCK, steps = (bpr + BPS - 1) / BPS, items = M * steps;
   const size_t row_bytes = js.j[0].row_bytes;
@@ -603,65 +619,85 @@ __global__ void __launch_bounds__(NT, 1) k_mvr(mv_jobs js, int cols, const float
       if (k < total) load(w[k], GLU ? k & 1 : 0);
   pdl_launch_next();
   pdl_wait();
-  x += (size_t)tok * cols;
-  const float rs = mvr_ximg<F>::value ? mvr_stage_ximg(x, cols, js.nw, js.eps, (__half *)xq, red)
-                   : F32X           ? mvr_stage_x(x, cols, js.nw, js.eps, (float4 *)xq, red)
-                                    : mv_round_x(x, cols, js.nw, js.eps, xq, xm, red);
+  float rs[NTOK];
+#pragma unroll
+  for (int t = 0; t < NTOK; t++) {
+    rs[t] = 1.0f;
+    if (t >= ntk) break;
+    const float *xt = x + (size_t)(t0 + t) * cols;
+    uint8_t *xq = xq0 + t * xb;
+    rs[t] = mvr_ximg<F>::value ? mvr_stage_ximg(xt, cols, js.nw, js.eps, (__half *)xq, red)
+            : F32X             ? mvr_stage_x(xt, cols, js.nw, js.eps, (float4 *)xq, red)
+                               : mv_round_x(xt, cols, js.nw, js.eps, xq, (uint2 *)(xq + cols), red);
+  }
   if (late)
 #pragma unroll
     for (int k = 0; k < D; k++)
       if (k < total) load(w[k], GLU ? k & 1 : 0);
 
-  // Unit u's row sums (a[m][r], whole rows) times rs into y.
-  auto emit = [&](int u, float (*a)[RW]) {
+  // Unit u's row sums of token t (a[m][r], whole rows) times rs[t] into y.
+  auto emit = [&](int u, int t, const float (*a)[RW]) {
     int tj, ji = mvs_job(js, u, &tj);
     int rows = ji == 0 ? js.j[0].rows : ji == 1 ? js.j[1].rows : js.j[2].rows;
-    float *y = (ji == 0 ? js.j[0].y : ji == 1 ? js.j[1].y : js.j[2].y) + (size_t)tok * rows;
+    float *y = (ji == 0 ? js.j[0].y : ji == 1 ? js.j[1].y : js.j[2].y) + (size_t)(t0 + t) * rows;
 #pragma unroll
     for (int r = 0; r < RW; r++) {
       int row = tj * RW + r;
       if (row >= rows) break;
       if constexpr (GLU)
-        y[row] = glu_act(a[0][r] * rs, act) * (a[M - 1][r] * rs);
+        y[row] = glu_act(a[0][r] * rs[t], act) * (a[M - 1][r] * rs[t]);
       else
-        y[row] = beta != 0.0f ? a[0][r] * rs + beta * y[row] : a[0][r] * rs;
+        y[row] = beta != 0.0f ? a[0][r] * rs[t] + beta * y[row] : a[0][r] * rs[t];
     }
   };
   // Arithmetic: item ci of unit cu.
   int cu = fu, ci = fi;
-  float acc[M][RW];
+  float acc[NTOK][M][RW];
 #pragma unroll
-  for (int m = 0; m < M; m++)
+  for (int t = 0; t < NTOK; t++)
 #pragma unroll
-    for (int r = 0; r < RW; r++) acc[m][r] = 0.0f;
+    for (int m = 0; m < M; m++)
+#pragma unroll
+      for (int r = 0; r < RW; r++) acc[t][m][r] = 0.0f;
   // The unit's sums over the warp's items of it: written when they are the
   // whole row, else kept in part[warp][0: its first unit, 1: its last].
   auto finish = [&](int slot) {  // slot -1: whole rows
 #pragma unroll
-    for (int m = 0; m < M; m++)
+    for (int t = 0; t < NTOK; t++) {
+      if (t >= ntk) break;
 #pragma unroll
-      for (int r = 0; r < RW; r++) acc[m][r] = warp_sum(acc[m][r]);
-    if (lane == 0) {
-      if (slot < 0)
-        emit(cu, acc);
-      else
+      for (int m = 0; m < M; m++)
 #pragma unroll
-        for (int m = 0; m < M; m++)
+        for (int r = 0; r < RW; r++) acc[t][m][r] = warp_sum(acc[t][m][r]);
+      if (lane == 0) {
+        if (slot < 0)
+          emit(cu, t, acc[t]);
+        else
 #pragma unroll
-          for (int r = 0; r < RW; r++) part[warp][slot][m][r] = acc[m][r];
+          for (int m = 0; m < M; m++)
+#pragma unroll
+            for (int r = 0; r < RW; r++) part[warp][slot][t][m][r] = acc[t][m][r];
+      }
+#pragma unroll
+      for (int m = 0; m < M; m++)
+#pragma unroll
+        for (int r = 0; r < RW; r++) acc[t][m][r] = 0.0f;
     }
-#pragma unroll
-    for (int m = 0; m < M; m++)
-#pragma unroll
-      for (int r = 0; r < RW; r++) acc[m][r] = 0.0f;
   };
   auto compute = [&](const W *w, int m) {
     const int b = (GLU ? ci >> 1 : ci) * BPS + sub;
     const bool ok = b < bpr;
-    typename F::x_t xv;
-    F::load_x(xv, xq, xm, ok ? b : bpr - 1, j, ok);
+    // Every token slot, those past the batch's end on token 0's x (their
+    // sums are never written): no branch between the tokens, so the
+    // decoding of w common to all of them is done once.
 #pragma unroll
-    for (int r = 0; r < RW; r++) acc[m][r] += F::dot(w[r], xv, j);
+    for (int t = 0; t < NTOK; t++) {
+      const uint8_t *xq = xq0 + (t < ntk ? t : 0) * xb;
+      typename F::x_t xv;
+      F::load_x(xv, xq, (const uint2 *)(xq + cols), ok ? b : bpr - 1, j, ok);
+#pragma unroll
+      for (int r = 0; r < RW; r++) acc[t][m][r] += F::dot(w[r], xv, j);
+    }
     if (++ci == items) finish(cu == fu && fi != 0 ? 0 : -1), ci = 0, cu += us;
   };
 
@@ -684,23 +720,25 @@ __global__ void __launch_bounds__(NT, 1) k_mvr(mv_jobs js, int cols, const float
     const mvr_share sh(units, items / M, nw);
     const int G = items / M, sb = sh.at(wb), u = sb / G, u0 = u * G;
     if (sb % G != 0 && sh.at(wb - 1) <= u0) {
-      float a[M][RW];
+      for (int t = 0; t < ntk; t++) {
+        float a[M][RW];
 #pragma unroll
-      for (int m = 0; m < M; m++)
+        for (int m = 0; m < M; m++)
 #pragma unroll
-        for (int r = 0; r < RW; r++) a[m][r] = 0.0f;
-      for (int v = wb - 1, sv = sh.at(v); v < nw && sv < u0 + G; v++) {
-        const int sn = sh.at(v + 1);
-        if (sn > sv) {  // warp v has items
-          const int h = sv / G == u ? 0 : 1;
+          for (int r = 0; r < RW; r++) a[m][r] = 0.0f;
+        for (int v = wb - 1, sv = sh.at(v); v < nw && sv < u0 + G; v++) {
+          const int sn = sh.at(v + 1);
+          if (sn > sv) {  // warp v has items
+            const int h = sv / G == u ? 0 : 1;
 #pragma unroll
-          for (int m = 0; m < M; m++)
+            for (int m = 0; m < M; m++)
 #pragma unroll
-            for (int r = 0; r < RW; r++) a[m][r] += part[v][h][m][r];
+              for (int r = 0; r < RW; r++) a[m][r] += part[v][h][t][m][r];
+          }
+          sv = sn;
         }
-        sv = sn;
+        emit(u, t, a);
       }
-      emit(u, a);
     }
   }
 }
@@ -763,7 +801,7 @@ static inline int mvr_whole_blocks(long units, long wave, int nw) {
 // was 2-5% slower either way).
 // Returns cudaErrorInvalidValue when x's copy (int8, or f32 for the float
 // types) does not fit in shared memory.
-template <int T, int NT, int RW, int D, bool GLU, class F = mvr_fmt<T>>
+template <int T, int NT, int RW, int D, bool GLU, class F = mvr_fmt<T>, int NTOK = 1>
 static cudaError_t mvr_launch(mv_jobs js, int cols, const float *x, int n, float beta, int act,
                               bool pdl, cudaStream_t st) {
   long units = 0;
@@ -772,9 +810,9 @@ static cudaError_t mvr_launch(mv_jobs js, int cols, const float *x, int n, float
     units += js.j[i].nblk;
   }
   if (units == 0 || n < 1) return cudaSuccess;
-  size_t smem = mvr_f32x<T>::value ? (size_t)cols * sizeof(float)
-                                    : (size_t)cols + (size_t)cols / 32 * sizeof(uint2);
-  auto kern = k_mvr<T, NT, RW, D, GLU, F>;
+  size_t smem = NTOK * mvr_xbytes<T>(cols);
+  auto kern = k_mvr<T, NT, RW, D, GLU, F, NTOK>;
+  const int ny = cu_div_up(n, NTOK);  // token tiles (grid rows)
   cudaError_t e;
   if (smem > 48 * 1024 &&
       cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) !=
@@ -793,16 +831,16 @@ static cudaError_t mvr_launch(mv_jobs js, int cols, const float *x, int n, float
     if ((e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, nt, smem)) != cudaSuccess)
       return e;
     if (per_sm < 1) return cudaErrorInvalidValue;
-    long wave = (long)per_sm * sms / n;  // resident blocks a token
+    long wave = (long)per_sm * sms / ny;  // resident blocks a token tile
     if (wave < 1) wave = 1;
     if (whole) {  // every warp the same number of whole units
       blocks = mvr_whole_blocks(units, wave, nw);
     } else {  // the whole wave, units split where a warp would have more than one
       blocks = (int)(wave < cu_div_up(units, nw) ? wave : cu_div_up(units, nw));
     }
-    if (nt <= NT / 4 || (long)blocks * n * 4 >= (long)sms * 3) break;
+    if (nt <= NT / 4 || (long)blocks * ny * 4 >= (long)sms * 3) break;
   }
-  return cu_launch(pdl, st, dim3(blocks, n), dim3(nt), smem, kern, js, cols, x, beta, act);
+  return cu_launch(pdl, st, dim3(blocks, ny), dim3(nt), smem, kern, js, cols, x, beta, act, n);
 }
 
 #include "backend/cuda/mvr_w4.cuh"    // the wide K-quant formats
