@@ -380,14 +380,9 @@ AT AI void qdec8(const int type, const uint8_t *w, size_t ws, int64_t nb, const 
       mwv = _mm256_cvtph_ps(_mm256_extracti128_si256(dm, 1));
     else
       a16_f16_rows(blk, ws, 8, has_min, &dwv, &mwv);
-    const __m256 dd = _mm256_mul_ps(dwv, _mm256_set1_ps(act[b].d));
-    __m256 p = _mm256_mul_ps(_mm256_cvtepi32_ps(isum), dd);
-    if (has_min) p = _mm256_fmadd_ps(mwv, _mm256_set1_ps(act[b].s), p);
-    acc = _mm256_add_ps(acc, p);
+    acc = a16_dec_acc(acc, isum, dwv, mwv, act[b].d, act[b].s, has_min);
   }
-  float out[8];
-  _mm256_storeu_ps(out, acc);
-  A16_UNROLL for (int r = 0; r < 8; r++) y[(size_t)r * yr] = out[r];
+  a16_store_rows8(acc, y, yr);
 }
 
 // R rows x N tokens (R * N <= 8), outputs o = r * N + t in the lanes of one

@@ -95,6 +95,24 @@ AT AI void a16_f16_rows(const uint8_t *p, size_t ws, const int n, const int with
   *m = _mm256_cvtph_ps(_mm_unpackhi_epi64(a, b));
 }
 
+// A decode tile's f32 step for one block (the same operations at every
+// level, so the levels agree bit for bit): acc + float(isum) * (dw * da)
+// (+ mw * sa with a minimum), lane r = row r.
+AT AI __m256 a16_dec_acc(__m256 acc, __m256i isum, __m256 dwv, __m256 mwv, float da, float sa,
+                         const int has_min) {
+  const __m256 dd = _mm256_mul_ps(dwv, _mm256_set1_ps(da));
+  __m256 p = _mm256_mul_ps(_mm256_cvtepi32_ps(isum), dd);
+  if (has_min) p = _mm256_fmadd_ps(mwv, _mm256_set1_ps(sa), p);
+  return _mm256_add_ps(acc, p);
+}
+
+// The 8 lanes of acc to y[0], y[yr], .., y[7 yr].
+AT AI void a16_store_rows8(__m256 acc, float *y, size_t yr) {
+  float out[8];
+  _mm256_storeu_ps(out, acc);
+  A16_UNROLL for (int r = 0; r < 8; r++) y[(size_t)r * yr] = out[r];
+}
+
 // Lane o of the result: v[f(o)], f(o) = o / div % mod (o < n; other lanes 0),
 // from values already in registers (no store and reload).
 #define A16_LANE(v, o, n, div, mod) ((o) < (n) ? (v)[(o) / (div) % (mod)] : 0.0f)
