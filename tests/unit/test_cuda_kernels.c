@@ -92,9 +92,13 @@ static void test_matmul_v(int type, int rows, int cols, int n, int path, int nor
     norm_inputs(x, n, cols, nw, eps, xr);
     st = cuda_test_matmul_norm(type, w, rows, cols, x, n, nw, eps, path, norm == 2, y, &edges, &err);
     CHECK(st == WICK_OK, "matmul+norm %s path %d: %s", name, path, err.msg);
-    CHECK(st != WICK_OK || norm != 2 || edges == 1,
-          "matmul+norm %s path %d: the graph has %d programmatic edges (expected 1)", name, path,
-          edges);
+    // One edge (embedding -> product); two where the product takes 4 or more
+    // tokens a block with int8 x: their x is rounded once in a launch of its
+    // own (mvr.cuh's k_mvr_prep), also dependent.
+    const int want = path == 6 && n >= 4 && int8_x(type, path) ? 2 : 1;
+    CHECK(st != WICK_OK || norm != 2 || edges == want,
+          "matmul+norm %s path %d: the graph has %d programmatic edges (expected %d)", name, path,
+          edges, want);
   } else {
     for (int i = 0; i < n * cols; i++) x[i] = nrand();
     st = cuda_test_matmul(type, w, rows, cols, x, n, y, path, &err);

@@ -470,6 +470,11 @@ static int cuda_prepare(wk_backend *b, const wk_model *m, const wk_backend_param
   tot += align256(s->meta_ints * sizeof(int32_t));
   size_t cnt_n = s->c.attn_merge_off ? 0 : T * (size_t)m->n_kv_heads, cnt_off = tot;
   tot += align256(cnt_n * sizeof(unsigned));
+  // The batched products' int8 x, rounded once a token (mvr.cuh: k_mvr_prep).
+  const size_t pre_bytes =
+      cu_pre_bytes((int)(T < GRAPH_MAX_N ? T : GRAPH_MAX_N), (int)max_sz(wide, m->ffn_dim));
+  size_t pre_off = tot;
+  tot += align256(pre_bytes);
   s->ws_bytes = tot;
   CK(cudaMalloc((void **)&s->ws, s->ws_bytes));
   s->c.attn_cnt = cnt_n ? (unsigned *)(s->ws + cnt_off) : NULL, s->c.attn_cnt_n = cnt_n;
@@ -478,6 +483,11 @@ static int cuda_prepare(wk_backend *b, const wk_model *m, const wk_backend_param
   for (size_t i = 0; i < 11; i++) *fp[i] = (float *)(s->ws + f_off[i]);
   s->c.xh = (__half *)(s->ws + xh_off), s->c.xh_elems = xh_elems;
   s->c.wscratch = (__half *)(s->ws + wsc_off), s->c.wscratch_elems = wsc_elems;
+  s->c.xpre = (uint8_t *)(s->ws + pre_off), s->c.xpre_bytes = pre_bytes;
+  // WICK_CUDA_XPRE=0: each block of the batched products rounds its tokens'
+  // x itself (comparison).
+  const char *xp = getenv("WICK_CUDA_XPRE");
+  if (xp && xp[0] == '0') s->c.xpre = NULL, s->c.xpre_bytes = 0;
   if (blas_ws) CK(cublasSetWorkspace(s->c.blas, s->ws + blas_off, blas_ws));
   s->meta_d = (int32_t *)(s->ws + meta_off);
   CK(cudaMallocHost((void **)&s->meta_h, s->meta_ints * sizeof(int32_t)));

@@ -86,6 +86,8 @@ extern "C" int cuda_test_matmul(int type, const void *w, int rows, int cols, con
   CK(cudaMemset(dy, 0xff, sizeof(float) * n * rows));  // NaN
   cu_weight cw = {dw, type, rows, cols, rb};
   b.c.mv_max_tokens = 16;
+  b.c.xpre_bytes = cu_pre_bytes(n, cols);  // x rounded once for the batched products
+  TRY(b.alloc(&b.c.xpre, b.c.xpre_bytes, err));
   if (path == 1) {
     b.c.mv_max_tokens = 0;
     b.c.xh_elems = (size_t)n * cols;
@@ -160,6 +162,8 @@ extern "C" int cuda_test_matmul_norm(int type, const void *w, int rows, int cols
   dev_bufs b;
   TRY(b.init(err));
   b.c.mv_max_tokens = 16;
+  b.c.xpre_bytes = cu_pre_bytes(n, cols);  // x rounded once for the batched products
+  TRY(b.alloc(&b.c.xpre, b.c.xpre_bytes, err));
   b.c.pdl = b.c.pdl_v4 = 1;
   b.c.mv_f32x = path == 3 ? MV_F32X : path == 4 ? MV_STREAM : path == 6 ? MV_REG : MV_INT8;
   size_t rb = wk_row_size(type, cols);
@@ -221,6 +225,8 @@ extern "C" int cuda_test_matvec_glu(int type, const void *wg, const void *wu, in
   dev_bufs b;
   TRY(b.init(err));
   b.c.mv_max_tokens = 16;
+  b.c.xpre_bytes = cu_pre_bytes(n, cols);  // x rounded once for the batched products
+  TRY(b.alloc(&b.c.xpre, b.c.xpre_bytes, err));
   b.c.mv_f32x = path == 4 ? MV_STREAM : path == 6 ? MV_REG : MV_INT8;
   size_t rb = wk_row_size(type, cols);
   uint8_t *dg, *du;

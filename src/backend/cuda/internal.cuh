@@ -22,12 +22,23 @@ struct cu_weight {
 // before the wait for the previous kernel; MVR_WHOLE, a grid of whole units
 // a warp, not the whole wave with units split between warps. mvr_opts_env:
 // those named in WICK_CUDA_MVR ("late", "whole", or both).
-enum { MVR_LATE = 1, MVR_WHOLE = 2 };
+// MVR_PRE (set by mvr_launch, not an option): x is k_mvr_prep's pre-rounded
+// copy (several tokens a block, int8 x).
+enum { MVR_LATE = 1, MVR_WHOLE = 2, MVR_PRE = 4 };
 // cu_ctx::mv_wide (WICK_CUDA_WIDE, backend_cuda.cu).
 enum { WIDE_FILLS, WIDE_OFF, WIDE_ALL };
 static inline int mvr_opts_env(void) {
   const char *e = getenv("WICK_CUDA_MVR");
   return (e && strstr(e, "late") ? MVR_LATE : 0) | (e && strstr(e, "whole") ? MVR_WHOLE : 0);
+}
+
+// Bytes of the batched products' pre-rounded x (cu_ctx::xpre; mvr.cuh's
+// k_mvr_prep) for n tokens of cols columns: n floats (1 / rms) in the first
+// MVR_PRE_HEAD bytes, then per token its int8 x and a uint2 a 32-value
+// group, rounded up to 16 bytes (mvr.cuh's mvr_xbytes for the int8 types).
+enum { MVR_PRE_HEAD = 256 };
+static inline size_t cu_pre_bytes(int n, int cols) {
+  return MVR_PRE_HEAD + (size_t)n * (((size_t)cols + (size_t)cols / 32 * 8 + 15) & ~(size_t)15);
 }
 
 // What every op needs: the stream, the cuBLAS handle and scratch space.
@@ -70,6 +81,8 @@ struct cu_ctx {
   int attn_cluster_off;   // 1: decode attention's splits never merge in a cluster (comparison)
   int attn_post_apart;    // 1: the Q/K/V epilogue always as its own launch (comparison)
   int *flag;              // one device int for host-side checks (cu_bf16_to_f16); NULL until used
+  uint8_t *xpre;          // the batched products' int8 x, rounded once a token (mvr.cuh's
+  size_t xpre_bytes;      // k_mvr_prep: mv_jobs::pre); NULL: each block rounds its own
   int attn_variant;       // decode attention: 0 the tensor-core kernel where it serves the
                           // shape (else the warp-tile one); 1 the block-tile kernel of
                           // session 3; 5 the warp-tile kernel's pick (session 5); 2-4

@@ -137,11 +137,14 @@ static cudaError_t mvr_launch_n(const cu_ctx *c, const mv_jobs &js, int cols, co
   const bool pdl = c->pdl != 0;
   const int nt = mvr_ntok(c, n);
   cudaError_t e = cudaErrorInvalidValue;
-  if (nt >= 8) e = mvr_launch<T, NB, RW, D, GLU, F, 8>(js, cols, x, n, beta, act, pdl, c->st);
+  uint8_t *pre = c->xpre;
+  const size_t pb = c->xpre_bytes;
+  if (nt >= 8)
+    e = mvr_launch<T, NB, RW, D, GLU, F, 8>(js, cols, x, n, beta, act, pdl, c->st, pre, pb);
   if (e == cudaErrorInvalidValue && nt >= 4)
-    e = mvr_launch<T, NB, RW, D, GLU, F, 4>(js, cols, x, n, beta, act, pdl, c->st);
+    e = mvr_launch<T, NB, RW, D, GLU, F, 4>(js, cols, x, n, beta, act, pdl, c->st, pre, pb);
   if (e == cudaErrorInvalidValue && nt >= 2)
-    e = mvr_launch<T, NB, RW, D, GLU, F, 2>(js, cols, x, n, beta, act, pdl, c->st);
+    e = mvr_launch<T, NB, RW, D, GLU, F, 2>(js, cols, x, n, beta, act, pdl, c->st, pre, pb);
   if (e == cudaErrorInvalidValue)
     e = mvr_launch<T, NT, RW, D0, GLU, F, 1>(js, cols, x, n, beta, act, pdl, c->st);
   return e;
