@@ -1,7 +1,7 @@
 // CPU-vs-CUDA parity of whole models through the backend contract: chunked
 // prefill (chunks of 3 tokens on the matrix-vector path, then 11 and 32 on
 // the GEMM path), a batch of two sequences (8 tokens), a decode step of
-// both, and
+// four sequences, and
 // greedy continuations. Per position the top-1 token must agree on >= 99%
 // of positions and the logits' cosine be >= 0.999; greedy runs must be
 // identical. The CUDA matrix-vector kernels round x to int8 (as the CPU fast
@@ -100,7 +100,7 @@ static int parity(const char *path, int n_prompt) {
   }
   int nb_seq = (n_prompt + GREEDY + 8 + BS - 1) / BS;
   long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-  wk_backend_params bp = {MAXT, 2, MAXT, (int)(ncpu > 16 ? 16 : ncpu), 0, 1, {BS, 2 * nb_seq + 3}};
+  wk_backend_params bp = {MAXT, 4, MAXT, (int)(ncpu > 16 ? 16 : ncpu), 0, 1, {BS, 2 * nb_seq + 3}};
   pair p = {{backend_cpu_create(), backend_cuda_create()}, {NULL, NULL}, m.vocab, {0, 0}};
   int rc = 1;
   for (int i = 0; i < 2; i++) {
@@ -162,14 +162,16 @@ static int parity(const char *path, int n_prompt) {
     wk_batch bt = {toks, 8, s2, 2, at, 8};
     if (run_both(&p, &bt)) goto done_blocks;
     compare(&pre, p.lg[0], p.lg[1], 8, m.vocab);
-    // A decode step of both (one new token each: the products take both
-    // tokens in one pass over the weights).
-    toks[0] = (int32_t)(4099 % m.vocab), toks[1] = (int32_t)(8191 % m.vocab);
-    at[0] = 1, at[1] = 0;
-    wk_seq s3[2] = {{bb, nb_seq, 7, 1, 1}, {ba, nb_seq, done + 1, 1, 0}};
-    wk_batch bd = {toks, 2, s3, 2, at, 2};
+    // A decode step of four sequences (one new token each: the products take
+    // the 4 tokens in one pass over the weights, their x rounded once): A and
+    // B continue, C and D start (blocks 0 and 2, which A and B leave free).
+    for (int i = 0; i < 4; i++) toks[i] = (int32_t)((4099 + 977 * i) % m.vocab), at[i] = 3 - i;
+    const int32_t bc = 0, bd0 = 2;
+    wk_seq s3[4] = {{bb, nb_seq, 7, 1, 1}, {ba, nb_seq, done + 1, 1, 0}, {&bc, 1, 0, 1, 2},
+                    {&bd0, 1, 0, 1, 3}};
+    wk_batch bd = {toks, 4, s3, 4, at, 4};
     if (run_both(&p, &bd)) goto done_blocks;
-    compare(&dec, p.lg[0], p.lg[1], 2, m.vocab);
+    compare(&dec, p.lg[0], p.lg[1], 4, m.vocab);
   }
   double all_pos = pre.positions + dec.positions;
   int ties = pre.ties + dec.ties;
