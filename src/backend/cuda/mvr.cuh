@@ -6,7 +6,8 @@
 // arithmetic, many warps an SM and no block-wide barrier between the
 // prologue and the end.
 //
-// Prologue (per block, one token: blockIdx.y): each warp of the int8-x
+// Prologue (per block and its NTOK tokens of grid row blockIdx.y; one by
+// default, k_mvr's NTOK): each warp of the int8-x
 // types prefetches a step of its first unit into L2 (weights do not depend
 // on the previous kernel; a prefetch holds no registers; js.pf steps when
 // set), the f32-x types load their first D items into registers instead
@@ -15,7 +16,8 @@
 // to int8 per 32 values into shared memory (matvec.cuh's mv_round_x, the
 // folded RMSNorm applied there: ~1.25 bytes a column; the float types: x
 // copied as f32, times the norm's weights, mvr_stage_x: 4 bytes a column)
-// and meets at one barrier.
+// and meets at one barrier; several tokens a block (int8 x) copy the bytes
+// k_mvr_prep rounded once a token instead.
 //
 // Work: a unit is RW consecutive rows of one job (GLU: RW gate rows and the
 // same RW up rows). The grid is one wave of resident warps, in one of two
@@ -532,8 +534,8 @@ static __host__ __device__ __forceinline__ size_t mvr_xbytes(int cols) {
 // and its 1 / rms (1 without nw) at float t of pre. Every block of the
 // product then copies its tokens' bytes (1.25 a column) instead of reading
 // and rounding the f32 x (4 a column): 8 tokens of a 14336-column x are
-// 458 KB of L2 reads a block that way, 14 times the product's 33 MB of
-// Q4_K weights over 132 blocks.
+// 458 KB of L2 reads a block that way, 1.8 times the block's share of the
+// product's Q4_K weights (33 MB over 132 blocks).
 static __global__ void __launch_bounds__(1024) k_mvr_prep(const float *__restrict__ x, int cols,
                                                    const float *__restrict__ nw, float eps,
                                                    uint8_t *pre) {
