@@ -96,6 +96,7 @@ struct cu_state {
   int attn_per_sm;            // and of those an SM (cu_attn_decode_per_sm)
   int attn_splits_max;        // > 0: at most this many key splits (comparison)
   int mv_max_decode;          // decode steps of up to this many sequences: matrix-vector kernels
+  int mv_max_prompt;          // other batches of up to this many tokens (<= mv_max_decode)
   // [tokens][sequences with new tokens][logits rows][log2 of key splits]:
   // the kernels' choices and arguments depend on all four.
   cudaGraphExec_t graphs[GRAPH_MAX_N + 1][GRAPH_MAX_N + 1][GRAPH_MAX_N + 1][ATT_SPLIT_LOG_MAX + 1];
@@ -327,7 +328,8 @@ static int cuda_prepare(wk_backend *b, const wk_model *m, const wk_backend_param
   CK(cublasSetStream(s->c.blas, s->c.st));
   const char *mm = getenv("WICK_CUDA_MV_MAX");
   s->mv_max_decode = mm && atoi(mm) >= 0 && atoi(mm) <= GRAPH_MAX_N ? atoi(mm) : MV_MAX_DECODE;
-  s->c.mv_max_tokens = s->mv_max_decode < MV_MAX_PROMPT ? s->mv_max_decode : MV_MAX_PROMPT;
+  s->mv_max_prompt = s->mv_max_decode < MV_MAX_PROMPT ? s->mv_max_decode : MV_MAX_PROMPT;
+  s->c.mv_max_tokens = s->mv_max_prompt;  // run_batch sets it per batch
   const char *ge = getenv("WICK_CUDA_GRAPHS");
   s->use_graphs = !(ge && ge[0] == '0');
   // WICK_CUDA_MATVEC=int8 | f32 (f32 x for every type, v4) | stream (the
@@ -456,8 +458,8 @@ static int cuda_prepare(wk_backend *b, const wk_model *m, const wk_backend_param
   // slower, session 3; pieces are now whole 256-row multiples). 32 MB saved 85
   // MB with 512-token batches but made their prefill 13% slower (session 4).
   if (wmax > ((size_t)64 << 20)) wmax = (size_t)64 << 20;
-  // (prepare leaves c.mv_max_tokens at the prompt boundary, the lower one)
-  size_t wsc_elems = T > (size_t)s->c.mv_max_tokens || L > (size_t)s->c.mv_max_tokens ? wmax : 0;
+  // (GEMM scratch from the lower of the two matrix-vector boundaries on)
+  size_t wsc_elems = T > (size_t)s->mv_max_prompt || L > (size_t)s->mv_max_prompt ? wmax : 0;
   size_t wsc_off = tot;
   tot += align256(wsc_elems * sizeof(__half));
   // cuBLAS's own workspace: 4 MB of ours instead of the 32 MB it allocates
@@ -708,8 +710,7 @@ static int run_batch(cu_state *s, const wk_batch *bt, wk_error *err) {
   CK(cudaMemcpyAsync(s->meta_d, s->meta_h, s->meta_ints * sizeof(int32_t), cudaMemcpyHostToDevice,
                      s->c.st));
   int n = bt->n_tokens, nl = bt->n_logits, lg = attn_splits_log2(s, n, s->max_ctx);
-  const int prompt_max = s->mv_max_decode < MV_MAX_PROMPT ? s->mv_max_decode : MV_MAX_PROMPT;
-  s->c.mv_max_tokens = n == s->n_seqs ? s->mv_max_decode : prompt_max;
+  s->c.mv_max_tokens = n == s->n_seqs ? s->mv_max_decode : s->mv_max_prompt;
   if (s->use_graphs && n <= GRAPH_MAX_N && nl <= GRAPH_MAX_N) {
     cudaGraphExec_t *ge = &s->graphs[n][s->n_seqs][nl][lg];
     if (!*ge) {

@@ -127,13 +127,13 @@ static inline int mvr_ntok(const cu_ctx *c, int n) {
 // KB a token). Several tokens a block take blocks of at most 512 threads:
 // a lane's accumulators (tokens x rows, x 2 for GLU) and x spilled at 64
 // registers a thread (1024 threads: ptxas, 4-430 bytes).
-template <int T, int NT, int RW, int D0, bool GLU, class F = mvr_fmt<T>>
+template <int T, int NT, int RW, int D, bool GLU, class F = mvr_fmt<T>>
 static cudaError_t mvr_launch_n(const cu_ctx *c, const mv_jobs &js, int cols, const float *x,
                                 int n, float beta, int act) {
   // (3 items in flight at 512 threads, as many bytes in flight an SM as 1
   // at 1024, was slower: 8B Q4_K_M batch decode of 2 / 4 / 8 sequences 3.41
   // / 4.95 / 8.78 ms a step against 3.36 / 4.66 / 7.95.)
-  constexpr int NB = NT < 512 ? NT : 512, D = D0;
+  constexpr int NB = NT < 512 ? NT : 512;
   const bool pdl = c->pdl != 0;
   const int nt = mvr_ntok(c, n);
   cudaError_t e = cudaErrorInvalidValue;
@@ -146,7 +146,7 @@ static cudaError_t mvr_launch_n(const cu_ctx *c, const mv_jobs &js, int cols, co
   if (e == cudaErrorInvalidValue && nt >= 2)
     e = mvr_launch<T, NB, RW, D, GLU, F, 2>(js, cols, x, n, beta, act, pdl, c->st, pre, pb);
   if (e == cudaErrorInvalidValue)
-    e = mvr_launch<T, NT, RW, D0, GLU, F, 1>(js, cols, x, n, beta, act, pdl, c->st);
+    e = mvr_launch<T, NT, RW, D, GLU, F, 1>(js, cols, x, n, beta, act, pdl, c->st);
   return e;
 }
 
