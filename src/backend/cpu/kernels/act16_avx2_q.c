@@ -125,17 +125,6 @@ AT AI __m256i q5_bytes(const uint8_t *p, const uint8_t *qh) {
   return _mm256_or_si256(_mm256_and_si256(c, _mm256_set1_epi8(15)), m);
 }
 
-AT AI int block_bytes(const int type) {
-  switch (type) {
-    case WK_Q4_0: return 18;
-    case WK_Q4_1: return 20;
-    case WK_Q5_0: return 22;
-    case WK_Q5_1: return 24;
-    case WK_Q8_0: return 34;
-    default: return 18;  // WK_IQ4_NL
-  }
-}
-
 // Fixed offset of the codes (value = d * (code - offset)).
 AT AI int offset_of(const int type) {
   return type == WK_Q4_0 ? 8 : type == WK_Q5_0 ? 16 : 0;
@@ -233,21 +222,11 @@ AT AI __m256i load_pair(const uint8_t *a, const uint8_t *b) {
   return _mm256_blend_epi32(a16_load(a), a16_load(b - 16), 0xf0);
 }
 
-// Offset of a block's 16 nibble bytes.
-AT AI int qs_at(const int type) {
-  switch (type) {
-    case WK_Q4_1: return 4;
-    case WK_Q5_0: return 6;
-    case WK_Q5_1: return 8;
-    default: return 2;  // Q4_0, IQ4_NL
-  }
-}
-
 // One block of rows a (low halves) and b (high halves) as bytes, Q4_0, Q4_1
 // and IQ4_NL: *c1 values 0..15, *c2 values 16..31; codes, or IQ4_NL's table
 // values + 128.
 AT AI void qcodes2(const int type, const uint8_t *a, const uint8_t *b, __m256i *c1, __m256i *c2) {
-  const __m256i x = a16_load2(a + qs_at(type), b + qs_at(type)), m4 = _mm256_set1_epi8(15);
+  const __m256i x = a16_load2(a + a16_qs_at(type), b + a16_qs_at(type)), m4 = _mm256_set1_epi8(15);
   *c1 = _mm256_and_si256(x, m4);
   *c2 = _mm256_and_si256(_mm256_srli_epi16(x, 4), m4);
   if (type == WK_IQ4_NL) {
@@ -278,7 +257,7 @@ AT AI __m256i q5_pair(const int type, const uint8_t *a, const uint8_t *b, const 
   const __m256i s2 = _mm256_setr_epi64x((at + 2) * ones, (at + 3) * ones, (at + 2) * ones,
                                         (at + 3) * ones);
   const __m256i h = *head = load_pair(a, b);
-  const __m256i xs = load_pair(a + qs_at(type), b + qs_at(type));
+  const __m256i xs = load_pair(a + a16_qs_at(type), b + a16_qs_at(type));
   const __m256i f1 = _mm256_and_si256(_mm256_shuffle_epi8(h, s1), bit);
   __m256i c = _mm256_or_si256(_mm256_and_si256(xs, m4), _mm256_sign_epi8(sixteen, f1));
   __m256i pl = _mm256_maddubs_epi16(c, x[0]), ph = _mm256_maddubs_epi16(c, x[2]);
@@ -358,7 +337,7 @@ AT AI __m256i qsums8(const int type, const uint8_t *const *row, const int8_t *q,
 // 8 rows x one token, the same f32 operations as tile().
 AT AI void qdec8(const int type, const uint8_t *w, size_t ws, int64_t nb, const uint8_t *xq,
                  float *y, size_t yr) {
-  const size_t bytes = (size_t)block_bytes(type);
+  const size_t bytes = (size_t)a16_q_bytes(type);
   const int off = type == WK_IQ4_NL ? 128 : offset_of(type);
   const int has_min = type == WK_Q4_1 || type == WK_Q5_1;
   const wk_act16 *act = (const wk_act16 *)xq;
@@ -396,7 +375,7 @@ AT AI void tile(const int type, const int R, const int N, const uint8_t *w, size
     qdec8(type, w, ws, nb, xq, y, yr);
     return;
   }
-  const int bytes = block_bytes(type), off = offset_of(type);
+  const int bytes = a16_q_bytes(type), off = offset_of(type);
   const int has_min = type == WK_Q4_1 || type == WK_Q5_1;
   // lane o -> row o / N, token o % N
   const __m256i row_of = _mm256_setr_epi32(0 / N % 8, 1 / N % 8, 2 / N % 8, 3 / N % 8, 4 / N % 8,
@@ -473,7 +452,7 @@ A16_TYPE(iq4_nl, WK_IQ4_NL, tile, 32, Q_RM, Q_RN, Q_DM)
 
 #define DEQ_Q(T, TYPE)                                                                       \
   AT static void T##_deq(const uint8_t *b, float *y, int64_t nb) {                            \
-    for (int64_t i = 0; i < nb; i++, b += block_bytes(TYPE), y += 32) {                      \
+    for (int64_t i = 0; i < nb; i++, b += a16_q_bytes(TYPE), y += 32) {                      \
       __m256i c0, c1;                                                                        \
       unpack16(TYPE, b, 1, &c0, &c1);                                                        \
       const __m256 d = a16_bf16(b);                                                          \

@@ -41,25 +41,6 @@
 #include "backend/cpu/kernels/kernels_internal.h"
 #include "quant/types.h"
 
-AT AI int block_bytes(const int type) {
-  switch (type) {
-    case WK_Q4_1: return 20;
-    case WK_Q5_0: return 22;
-    case WK_Q5_1: return 24;
-    default: return 18;  // Q4_0, IQ4_NL
-  }
-}
-
-// Offset of a block's 16 nibble bytes.
-AT AI int qs_at(const int type) {
-  switch (type) {
-    case WK_Q4_1: return 4;
-    case WK_Q5_0: return 6;
-    case WK_Q5_1: return 8;
-    default: return 2;  // Q4_0, IQ4_NL
-  }
-}
-
 // What comes off a block's integer sum, times the activation sum: Q4_0's and
 // Q5_0's fixed offsets, and the 128 added to IQ4_NL's table values.
 AT AI int offset_of(const int type) {
@@ -105,7 +86,7 @@ AT AI __m256i red8(__m512i a, __m512i b) {
 // 4 rows' codes of one block as unsigned bytes (see dot4): c[0] values
 // 0..15, c[1] 16..31.
 AT AI void codes4(const int type, const uint8_t *const *row, __m512i *c) {
-  const __m512i x = lanes4(row, qs_at(type));
+  const __m512i x = lanes4(row, a16_qs_at(type));
   // bits 4..7 of each byte to bits 0..3, the others 0 (GF(2) affine map)
   const __m512i xh = _mm512_gf2p8affine_epi64_epi8(x, _mm512_set1_epi64(0x1020408000000000LL), 0);
   if (type == WK_IQ4_NL) {  // table value + 128; vpermb reads index bits 0..5 only
@@ -139,7 +120,7 @@ AT AI void codes4(const int type, const uint8_t *const *row, __m512i *c) {
 // decode tile's f32 operations, in its order.
 AT AI void dec8(const int type, const uint8_t *w, size_t ws, int64_t nb, const uint8_t *xq,
                 float *y, size_t yr) {
-  const size_t bytes = (size_t)block_bytes(type);
+  const size_t bytes = (size_t)a16_q_bytes(type);
   const int off = offset_of(type);
   const int has_min = type == WK_Q4_1 || type == WK_Q5_1;
   const wk_act16 *act = (const wk_act16 *)xq;

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "backend/cpu/kernels/act16.h"
+#include "quant/types.h"
 
 // The target of every function here: AVX2 + FMA + F16C, or what a level
 // file defines before including this header (act16_avx512_*.c).
@@ -93,6 +94,28 @@ AT AI void a16_f16_rows(const uint8_t *p, size_t ws, const int n, const int with
   a = _mm_shuffle_epi8(a, split), b = _mm_shuffle_epi8(b, split);  // d0-3 m0-3, d4-7 m4-7
   *d = _mm256_cvtph_ps(_mm_unpacklo_epi64(a, b));
   *m = _mm256_cvtph_ps(_mm_unpackhi_epi64(a, b));
+}
+
+// The 32-value block formats (act16_avx2_q.c, act16_avx512_q.c): bytes of
+// a block, and the offset of its 16 nibble bytes (Q4_0, Q4_1, Q5_0, Q5_1,
+// IQ4_NL).
+AT AI int a16_q_bytes(const int type) {
+  switch (type) {
+    case WK_Q4_0: return 18;
+    case WK_Q4_1: return 20;
+    case WK_Q5_0: return 22;
+    case WK_Q5_1: return 24;
+    case WK_Q8_0: return 34;
+    default: return 18;  // WK_IQ4_NL
+  }
+}
+AT AI int a16_qs_at(const int type) {
+  switch (type) {
+    case WK_Q4_1: return 4;
+    case WK_Q5_0: return 6;
+    case WK_Q5_1: return 8;
+    default: return 2;  // Q4_0, IQ4_NL
+  }
 }
 
 // A decode tile's f32 step for one block (the same operations at every
