@@ -7,8 +7,8 @@
 //
 // Shapes are k (input length) x n (output rows); weights are rotated through
 // enough copies to exceed 256 MB, so every pass reads them from memory.
-// matvec: GB/s = weight bytes / time, % = of the read bandwidth with the same
-// thread count; L2 GB/s = one thread on rows that stay in L2, in thread CPU
+// matvec: GB/s = weight bytes / time (the median call), % = of the read
+// bandwidth with the same thread count; L2 GB/s = one thread on rows that stay in L2, in thread CPU
 // time (the kernel's compute ceiling, robust to other load on the machine).
 // gemm: GFLOP/s = 2 k n tokens / time (2 threads). --l2-only prints the L2
 // column alone (quick: no bandwidth pass, no copies), for kernel work on a
@@ -128,21 +128,32 @@ static void mm_run(void *ctx, int ith, int nth) {
 }
 
 // Seconds per call, averaged over enough calls (rotating copies) to fill min_time.
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+// Seconds of one call: the median of the calls made in min_time (at least
+// 3, at most TIME_CALLS), so that bursts of other load on a shared machine
+// move it less than they move the mean.
+#define TIME_CALLS 4096
 static double time_gemm(wk_pool *pool, mm_job *j, const uint8_t *copies, int n_copies,
                         size_t mat_bytes, double min_time) {
+  static double t[TIME_CALLS];
   int calls = 0;
-  double t0 = wk_now(), dt;
+  double t0 = wk_now();
   do {
     j->w = copies + (size_t)(calls % n_copies) * mat_bytes;
     int nth = wk_pool_size(pool);
     j->chunk = ((j->n + 4L * nth - 1) / (4L * nth) + 11) / 12 * 12;  // ~4 chunks a thread
     j->home = cpu_mm_home(j->n, nth, j->tokens);
     atomic_store(&j->next, 0);
+    const double c0 = wk_now();
     wk_pool_run(pool, mm_run, j);
-    calls++;
-    dt = wk_now() - t0;
-  } while (dt < min_time || calls < 3);
-  return dt / calls;
+    t[calls++] = wk_now() - c0;
+  } while ((wk_now() - t0 < min_time || calls < 3) && calls < TIME_CALLS);
+  qsort(t, (size_t)calls, sizeof t[0], cmp_double);
+  return t[calls / 2];
 }
 
 // Thread CPU seconds (not disturbed by other processes taking the CPU).
