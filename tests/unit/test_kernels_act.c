@@ -241,6 +241,16 @@ static void check_fma_rows(uint64_t *seed) {
   }
 }
 
+// rows weight rows of n random values quantized to type at w (rb bytes a
+// row); x: n floats of scratch.
+static void random_rows(uint64_t *seed, int type, int64_t n, int rows, float *x, uint8_t *w,
+                        size_t rb) {
+  for (int r = 0; r < rows; r++) {
+    fill_random(seed, x, n, 0);
+    CHECK(wk_quantize_row(type, x, w + r * rb, n) == WICK_OK);
+  }
+}
+
 // gemm over more tokens than one chunk (32) on a short matrix.
 static void check_many_tokens(const wk_kernel *kr, uint64_t *seed) {
   const int rows = 5, tokens = 37;
@@ -248,10 +258,7 @@ static void check_many_tokens(const wk_kernel *kr, uint64_t *seed) {
   const size_t rb = wk_row_size(kr->type, n), xb = wk_act16_row_size(kr->act, n);
   uint8_t *w = malloc(rb * rows), *xq = malloc(xb * tokens);
   float *x = malloc(sizeof(float) * n), *y = malloc(sizeof(float) * rows * tokens);
-  for (int r = 0; r < rows; r++) {
-    fill_random(seed, x, n, 0);
-    CHECK(wk_quantize_row(kr->type, x, w + r * rb, n) == WICK_OK);
-  }
+  random_rows(seed, kr->type, n, rows, x, w, rb);
   for (int t = 0; t < tokens; t++) {
     fill_random(seed, x, n, 1);
     kr->quantize_act(x, xq + t * xb, n);
@@ -275,10 +282,7 @@ static void check_shapes(const wk_kernel *kr, uint64_t *seed) {
   uint8_t *w = malloc(rb * MAXR), *xq = malloc(xb * MAXT);
   float *x = malloc(sizeof(float) * n), *y = malloc(sizeof(float) * (MAXR + 1) * MAXT);
   float dots[MAXT][MAXR];
-  for (int r = 0; r < MAXR; r++) {
-    fill_random(seed, x, n, 0);
-    CHECK(wk_quantize_row(kr->type, x, w + r * rb, n) == WICK_OK);
-  }
+  random_rows(seed, kr->type, n, MAXR, x, w, rb);
   for (int t = 0; t < MAXT; t++) {
     fill_random(seed, x, n, 1);
     kr->quantize_act(x, xq + t * xb, n);
@@ -315,10 +319,7 @@ static void check_same_as_avx2(const wk_kernel *kr, uint64_t *seed) {
     uint8_t *w = malloc(rb * MAXR), *xq = malloc(xb * MAXT), *xq2 = malloc(xb * MAXT);
     float *x = malloc(sizeof(float) * n), *y = malloc(sizeof(float) * MAXR * MAXT);
     float *y2 = malloc(sizeof(float) * MAXR * MAXT);
-    for (int r = 0; r < MAXR; r++) {
-      fill_random(seed, x, n, 0);
-      CHECK(wk_quantize_row(kr->type, x, w + r * rb, n) == WICK_OK);
-    }
+    random_rows(seed, kr->type, n, MAXR, x, w, rb);
     for (int t = 0; t < MAXT; t++) {
       fill_random(seed, x, n, 1);
       kr->quantize_act(x, xq + t * xb, n);

@@ -56,17 +56,6 @@ AT AI __m256 k4_chunk_sums(const wk_act16k *a) {
 // at bytes 0-7.
 #define K4_MINS_ORDER 8, 9, 12, 13, 10, 11, 14, 15
 
-AT AI int kbytes(const int type) {
-  switch (type) {
-    case WK_Q2_K: return 84;
-    case WK_Q3_K: return 110;
-    case WK_Q4_K: return 144;
-    case WK_Q5_K: return 176;
-    case WK_Q6_K: return 210;
-    default: return 136;  // WK_IQ4_XS
-  }
-}
-
 AT AI int khas_min(const int type) {
   return type == WK_Q2_K || type == WK_Q4_K || type == WK_Q5_K;
 }
@@ -111,34 +100,6 @@ AT AI __m128i kscales_k4(const uint8_t *s) {
   return _mm_unpacklo_epi32(low, _mm_or_si128(a2, top));    // sc0-7 m0-7
 }
 
-// Scale i (0..15) of a Q3_K block, 6 bits, minus 32: low 4 bits in nibble
-// (i / 8) of byte (i % 8) of s[0..7], top 2 bits at 2 (i / 4) of byte (i % 4)
-// of s[8..11].
-AT AI __m128i kscales_q3(const uint8_t *s) {
-  const __m128i x = _mm_loadl_epi64((const __m128i *)s);
-  const __m128i m4 = _mm_set1_epi8(15);
-  __m128i lo = _mm_unpacklo_epi64(_mm_and_si128(x, m4), _mm_and_si128(_mm_srli_epi16(x, 4), m4));
-  uint32_t a2;
-  memcpy(&a2, s + 8, 4);
-  __m128i hi = _mm_srlv_epi32(_mm_set1_epi32((int)a2), _mm_setr_epi32(0, 2, 4, 6));
-  hi = _mm_slli_epi16(_mm_and_si128(hi, _mm_set1_epi8(3)), 4);
-  return _mm_sub_epi8(_mm_or_si128(lo, hi), _mm_set1_epi8(32));
-}
-
-// Scale ib (0..7) of an IQ4_XS block minus 32: nibble ib of scales_l (bytes
-// 4-7) | 2 bits at 2 ib of scales_h (bytes 2-3) << 4; as 8 int16.
-AT AI __m128i kscales_iq4xs(const uint8_t *b) {
-  uint32_t l;
-  memcpy(&l, b + 4, 4);
-  const __m256i sh = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);
-  __m256i lo = _mm256_srlv_epi32(_mm256_set1_epi32((int)l), _mm256_add_epi32(sh, sh));
-  __m256i hi = _mm256_srlv_epi32(_mm256_set1_epi32((int)a16_u16(b + 2)), sh);
-  __m256i sc = _mm256_or_si256(_mm256_and_si256(lo, _mm256_set1_epi32(15)),
-                               _mm256_slli_epi32(_mm256_and_si256(hi, _mm256_set1_epi32(3)), 4));
-  sc = _mm256_sub_epi32(sc, _mm256_set1_epi32(32));
-  return _mm_packs_epi32(_mm256_castsi256_si128(sc), _mm256_extracti128_si256(sc, 1));
-}
-
 // Layouts (bytes; d, dmin: f16):
 //   Q2_K   scales[16] (low nibble scale, high nibble min) qs[64] d dmin
 //   Q3_K   hmask[32] qs[64] scales[12] d
@@ -161,7 +122,7 @@ AT AI void kprep_block(const int type, const uint8_t *b, kprep *p) {
     }
     case WK_Q3_K:
     case WK_Q6_K: {
-      const __m128i sc = type == WK_Q3_K ? kscales_q3(b + 96) : a16_load128(b + 192);
+      const __m128i sc = type == WK_Q3_K ? a16_scales_q3(b + 96) : a16_load128(b + 192);
       p->d = a16_f16(b + (type == WK_Q3_K ? 108 : 208));
       p->sc = kscales16(sc, 1);
       p->m0 = kmins(sc, p->d * (float)koffset(type), 1);
@@ -185,7 +146,7 @@ AT AI void kprep_block(const int type, const uint8_t *b, kprep *p) {
       break;
     }
     default:  // WK_IQ4_XS
-      p->sc = _mm256_broadcastsi128_si256(kscales_iq4xs(b));
+      p->sc = _mm256_broadcastsi128_si256(a16_scales_iq4xs(b));
       p->d = a16_f16(b);
       break;
   }
@@ -313,7 +274,7 @@ typedef struct kdprep {
 } kdprep;
 
 AT AI void kd_prep(const uint8_t *b, __m256 da, kdprep *p) {
-  // d @0, scales_h @2, scales_l @4: kscales_iq4xs as dwords
+  // d @0, scales_h @2, scales_l @4: a16_scales_iq4xs as dwords
   uint32_t l;
   memcpy(&l, b + 4, 4);
   const __m256i sh = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);
@@ -394,7 +355,7 @@ AT AI __m256i kd_bcastw(const void *p) {
 #define KPF 768
 
 AT AI void kprefetch(const int type, const int R, const uint8_t *blk, size_t ws) {
-  A16_UNROLL for (int r = 0; r < R; r++) A16_UNROLL for (int o = 0; o < kbytes(type); o += 64)
+  A16_UNROLL for (int r = 0; r < R; r++) A16_UNROLL for (int o = 0; o < a16_k_bytes(type); o += 64)
       _mm_prefetch((const char *)blk + (size_t)r * ws + KPF + o, _MM_HINT_T0);
 }
 
@@ -418,7 +379,7 @@ AT AI int kdec_type(const int type) {
 // R rows x one token.
 AT AI void kdec(const int type, const int R, const uint8_t *w, size_t ws, int64_t nb,
                 const uint8_t *xq, float *y, size_t yr) {
-  const int bytes = kbytes(type);
+  const int bytes = a16_k_bytes(type);
   const wk_act16k *act = (const wk_act16k *)xq;
   __m256 acc[A16_MAXR];
   A16_UNROLL for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
@@ -503,7 +464,7 @@ AT AI int k16_dword(const int type) { return type == WK_Q2_K ? 80 : 106; }
 
 // The 16 scale bytes of a block (Q2_K: with the mins in the high nibbles).
 AT AI __m128i k16_scale_bytes(const int type, const uint8_t *b) {
-  return type == WK_Q2_K ? a16_load128(b) : kscales_q3(b + 96);
+  return type == WK_Q2_K ? a16_load128(b) : a16_scales_q3(b + 96);
 }
 
 // Row r's d_w * d_a at dd[r], its per-group term's factor (Q2_K: dmin;
@@ -531,7 +492,7 @@ AT AI void k16_dprep(const int type, const int R, const uint8_t *blk, size_t ws,
 
 AT AI void kdec16(const int type, const int R, const uint8_t *w, size_t ws, int64_t nb,
                   const uint8_t *xq, float *y, size_t yr) {
-  const int bytes = kbytes(type);
+  const int bytes = a16_k_bytes(type);
   const wk_act16k *act = (const wk_act16k *)xq;
   __m256 acc[A16_MAXR];
   A16_UNROLL for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
@@ -587,7 +548,7 @@ AT AI void ktile(const int type, const int R, const int N, const uint8_t *w, siz
     kdec16(type, R, w, ws, nb, xq, y, yr);
     return;
   }
-  const int bytes = kbytes(type), with_m = type != WK_IQ4_XS;
+  const int bytes = a16_k_bytes(type), with_m = type != WK_IQ4_XS;
   __m256 acc[A16_MAXR][A16_MAXN];
   A16_UNROLL for (int r = 0; r < R; r++) A16_UNROLL for (int t = 0; t < N; t++)
       acc[r][t] = _mm256_setzero_ps();
@@ -675,7 +636,7 @@ AT AI __m256i kvalues16(const int type, const kprep *p, const kcodes *k, int j, 
 
 #define DEQ_K(T, TYPE)                                                                       \
   AT static void T##_deq(const uint8_t *b, float *y, int64_t nb) {                            \
-    for (int64_t i = 0; i < nb; i++, b += kbytes(TYPE), y += 256) {                          \
+    for (int64_t i = 0; i < nb; i++, b += a16_k_bytes(TYPE), y += 256) {                          \
       kprep p;                                                                               \
       kprep_block(TYPE, b, &p);                                                              \
       const __m256 d = _mm256_set1_ps(p.d);                                                  \

@@ -48,15 +48,6 @@
 #include "backend/cpu/kernels/kernels_internal.h"
 #include "quant/types.h"
 
-AT AI int zbytes(const int type) {
-  switch (type) {
-    case WK_Q2_K: return 84;
-    case WK_Q3_K: return 110;
-    case WK_Q6_K: return 210;
-    default: return 136;  // WK_IQ4_XS
-  }
-}
-
 // Constants by 128-bit lane: byte (Z_B) or word (Z_W) value a in lane 0, b in
 // lane 1, c in lane 2, d in lane 3.
 #define Z_B4(v) ((int)(0x01010101u * (uint8_t)(v)))
@@ -134,33 +125,6 @@ AT AI void q2_pair(const uint8_t *b, __m512i tab, int m, __m512i xl, __m512i xh,
 
 // ---- scale decoders (the layouts: act16_avx2_k.c's kprep_block) --------------
 
-// Q3_K's 16 scales minus 32 (signed bytes): low 4 bits in nibble (i / 8) of
-// byte (i % 8) of s[0..7], top 2 bits at 2 (i / 4) of byte (i % 4) of s[8..11].
-AT AI __m128i zscales_q3(const uint8_t *s) {
-  const __m128i x = _mm_loadl_epi64((const __m128i *)s);
-  const __m128i m4 = _mm_set1_epi8(15);
-  const __m128i lo = _mm_unpacklo_epi64(_mm_and_si128(x, m4), _mm_and_si128(_mm_srli_epi16(x, 4), m4));
-  uint32_t a2;
-  memcpy(&a2, s + 8, 4);
-  __m128i hi = _mm_srlv_epi32(_mm_set1_epi32((int)a2), _mm_setr_epi32(0, 2, 4, 6));
-  hi = _mm_slli_epi16(_mm_and_si128(hi, _mm_set1_epi8(3)), 4);
-  return _mm_sub_epi8(_mm_or_si128(lo, hi), _mm_set1_epi8(32));
-}
-
-// IQ4_XS's 8 scales minus 32 as words: nibble ib of scales_l (bytes 4-7) |
-// 2 bits at 2 ib of scales_h (bytes 2-3) << 4.
-AT AI __m128i zscales_iq4xs(const uint8_t *b) {
-  uint32_t l;
-  memcpy(&l, b + 4, 4);
-  const __m256i sh = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);
-  const __m256i lo = _mm256_srlv_epi32(_mm256_set1_epi32((int)l), _mm256_add_epi32(sh, sh));
-  const __m256i hi = _mm256_srlv_epi32(_mm256_set1_epi32((int)a16_u16(b + 2)), sh);
-  __m256i sc = _mm256_or_si256(_mm256_and_si256(lo, _mm256_set1_epi32(15)),
-                               _mm256_slli_epi32(_mm256_and_si256(hi, _mm256_set1_epi32(3)), 4));
-  sc = _mm256_sub_epi32(sc, _mm256_set1_epi32(32));
-  return _mm_packs_epi32(_mm256_castsi256_si128(sc), _mm256_extracti128_si256(sc, 1));
-}
-
 // ---- the codes of pair m (chunks 2 m, 2 m + 1), unsigned bytes --------------
 
 AT AI __m512i zcodes(const int type, const uint8_t *b, int m, __m512i hbits) {
@@ -231,11 +195,11 @@ AT AI void zstart(const int type, const uint8_t *b, zrowst *st) {
   switch (type) {
     case WK_Q2_K: st->s = q2_table(b); break;
     case WK_Q3_K:
-      st->s = _mm512_castsi256_si512(_mm256_cvtepi8_epi16(zscales_q3(b + 96)));
+      st->s = _mm512_castsi256_si512(_mm256_cvtepi8_epi16(a16_scales_q3(b + 96)));
       st->hbits = zbcast32(b);
       break;
     case WK_Q6_K: st->s = _mm512_castsi256_si512(_mm256_cvtepi8_epi16(a16_load128(b + 192))); break;
-    default: st->s = _mm512_castsi128_si512(zscales_iq4xs(b)); break;  // WK_IQ4_XS
+    default: st->s = _mm512_castsi128_si512(a16_scales_iq4xs(b)); break;  // WK_IQ4_XS
   }
 }
 
@@ -292,7 +256,7 @@ AT AI void zterms_make(const int type, const uint8_t *b, const zact *x, const zr
         mins = _mm512_mul_ps(_mm512_set1_ps(a16_f16(b + 82)),
                              _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(m)));
       } else {
-        const __m128i sc = type == WK_Q3_K ? zscales_q3(b + 96) : a16_load128(b + 192);
+        const __m128i sc = type == WK_Q3_K ? a16_scales_q3(b + 96) : a16_load128(b + 192);
         mins = _mm512_mul_ps(_mm512_set1_ps(d * (type == WK_Q3_K ? 4.0f : 32.0f)),
                              _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(sc)));
       }
@@ -324,7 +288,7 @@ AT AI void zapply(const int type, const zterms *t, __m256 *acc) {
 // R rows (w, w + ws, ...) x one token; y[r * yr].
 AT AI void zdec(const int type, const int R, const uint8_t *w, size_t ws, int64_t nb,
                 const uint8_t *xq, float *y, size_t yr) {
-  const int bytes = zbytes(type);
+  const int bytes = a16_k_bytes(type);
   const wk_act16k *act = (const wk_act16k *)xq;
   __m256 acc[A16_MAXR];
   zterms t[A16_MAXR];  // the previous super-block's, not yet added

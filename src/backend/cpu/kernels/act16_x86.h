@@ -118,6 +118,47 @@ AT AI int a16_qs_at(const int type) {
   }
 }
 
+// The super-block formats (act16_avx2_k.c, act16_avx512_k.c): bytes of a
+// block.
+AT AI int a16_k_bytes(const int type) {
+  switch (type) {
+    case WK_Q2_K: return 84;
+    case WK_Q3_K: return 110;
+    case WK_Q4_K: return 144;
+    case WK_Q5_K: return 176;
+    case WK_Q6_K: return 210;
+    default: return 136;  // WK_IQ4_XS
+  }
+}
+
+// Scale i (0..15) of a Q3_K block, 6 bits, minus 32: low 4 bits in nibble
+// (i / 8) of byte (i % 8) of s[0..7], top 2 bits at 2 (i / 4) of byte (i % 4)
+// of s[8..11].
+AT AI __m128i a16_scales_q3(const uint8_t *s) {
+  const __m128i x = _mm_loadl_epi64((const __m128i *)s);
+  const __m128i m4 = _mm_set1_epi8(15);
+  __m128i lo = _mm_unpacklo_epi64(_mm_and_si128(x, m4), _mm_and_si128(_mm_srli_epi16(x, 4), m4));
+  uint32_t a2;
+  memcpy(&a2, s + 8, 4);
+  __m128i hi = _mm_srlv_epi32(_mm_set1_epi32((int)a2), _mm_setr_epi32(0, 2, 4, 6));
+  hi = _mm_slli_epi16(_mm_and_si128(hi, _mm_set1_epi8(3)), 4);
+  return _mm_sub_epi8(_mm_or_si128(lo, hi), _mm_set1_epi8(32));
+}
+
+// Scale ib (0..7) of an IQ4_XS block minus 32: nibble ib of scales_l (bytes
+// 4-7) | 2 bits at 2 ib of scales_h (bytes 2-3) << 4; as 8 int16.
+AT AI __m128i a16_scales_iq4xs(const uint8_t *b) {
+  uint32_t l;
+  memcpy(&l, b + 4, 4);
+  const __m256i sh = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);
+  __m256i lo = _mm256_srlv_epi32(_mm256_set1_epi32((int)l), _mm256_add_epi32(sh, sh));
+  __m256i hi = _mm256_srlv_epi32(_mm256_set1_epi32((int)a16_u16(b + 2)), sh);
+  __m256i sc = _mm256_or_si256(_mm256_and_si256(lo, _mm256_set1_epi32(15)),
+                               _mm256_slli_epi32(_mm256_and_si256(hi, _mm256_set1_epi32(3)), 4));
+  sc = _mm256_sub_epi32(sc, _mm256_set1_epi32(32));
+  return _mm_packs_epi32(_mm256_castsi256_si128(sc), _mm256_extracti128_si256(sc, 1));
+}
+
 // A decode tile's f32 step for one block (the same operations at every
 // level, so the levels agree bit for bit): acc + float(isum) * (dw * da)
 // (+ mw * sa with a minimum), lane r = row r.
