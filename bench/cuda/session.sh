@@ -21,7 +21,8 @@
 #           batches for the first type (CHUNKS: batch sizes, default 512; MODEL_REPS: rounds of
 #           base / AB / ref, default 1)
 #   batch   decode steps of 1 to 64 sequences at once (a server's batch) on the first type of
-#           TYPES at context 512 (`bench_cuda batch FILE 512 32`), as built and under each AB
+#           TYPES at context 512 (`bench_cuda batch FILE 512 32`), as built, under each AB
+#           and with the build of ref/ (matvec too, beside the table as built)
 #   flash   flash attention (prefill) alone at 4096 tokens; with ncu its profile (FLASH_V: variant)
 #   stamps  the decode attention's timeline (a build with -DWICK_CUDA_STAMPS; bench_attn
 #           stamps, then the 8B model of the first type at ARGS, its last layer's launch,
@@ -256,6 +257,11 @@ if has ncu; then
   done
 fi
 [ -n "$REFB" ] && wait $REFB
+if has matvec && [ -x $B/bench_cuda_ref ]; then
+  say "== matrix-vector, ref ($(since))"
+  timeout 150 $B/bench_cuda_ref matvec "$BW" > "$OUT/matvec-ref.log" 2>&1
+  grep -v RESULT "$OUT/matvec-ref.log" | tee -a "$LOG"
+fi
 if [ -n "$STB" ]; then
   wait $STB
   say "== decode attention timeline ($(since))"
@@ -279,6 +285,10 @@ if has batch; then  # several sequences a step, the first type
       env "${envs[@]}" timeout 240 $B/bench_cuda batch /tmp/8b-$ty.gguf 512 32 2>&1 |
         grep -E "^batch|FAIL" | tee -a "$LOG"
     done
+    if [ -x $B/bench_cuda_ref ]; then
+      say "== batch decode, $ty, ref ($(since))"
+      timeout 240 $B/bench_cuda_ref batch /tmp/8b-$ty.gguf 512 32 2>&1 | grep -E "^batch|FAIL" | tee -a "$LOG"
+    fi
   else
     say "no 8B $ty model for the batch step"
   fi

@@ -25,12 +25,20 @@
 static const int k_types[] = {WK_F32,  WK_F16,  WK_BF16, WK_Q4_0, WK_Q4_1,     WK_Q5_0,    WK_Q5_1,
                               WK_Q8_0, WK_Q4_K, WK_Q5_K, WK_Q6_K, WK_FP8_E4M3, WK_FP8_E5M2};
 
-// Types whose matrix-vector kernel rounds x to int8 per 32 values (paths 0,
-// 2, 4, 6 to 8 and 10; paths 1 and 3 keep x in f32 or f16).
+// Types whose matrix-vector kernel rounds x to integers per 32 values
+// (paths 0, 2, 4 to 10; paths 1 and 3 keep x in f32 or f16).
 static int int8_x(int type, int path) {
   if (path == 1 || path == 3) return 0;
   return type == WK_Q4_0 || type == WK_Q4_1 || type == WK_Q5_0 || type == WK_Q5_1 ||
          type == WK_Q8_0 || type == WK_Q4_K || type == WK_Q5_K || type == WK_Q6_K;
+}
+
+// The largest integer of that rounding (x ~= d v, |v| <= levels, d = max|x|
+// / levels): 16383 for the register-streamed kernel (paths 6 to 10: 16-bit
+// x, mvr.cuh), 127 for the others (int8 x); 0 where x is not rounded.
+static double x_levels(int type, int path) {
+  if (!int8_x(type, path)) return 0;
+  return path >= 6 && path <= 10 ? 16383.0 : 127.0;
 }
 
 // Types the register-streamed kernel serves (path 6; mvr.cuh's mvr_has):
@@ -92,10 +100,11 @@ static void test_matmul_v(int type, int rows, int cols, int n, int path, int nor
     norm_inputs(x, n, cols, nw, eps, xr);
     st = cuda_test_matmul_norm(type, w, rows, cols, x, n, nw, eps, path, norm == 2, y, &edges, &err);
     CHECK(st == WICK_OK, "matmul+norm %s path %d: %s", name, path, err.msg);
-    // One edge (embedding -> product); two where the product takes 4 or more
-    // tokens a block with int8 x: their x is rounded once in a launch of its
-    // own (mvr.cuh's k_mvr_prep), also dependent.
-    const int want = path == 6 && n >= 4 && int8_x(type, path) ? 2 : 1;
+    // One edge (embedding -> product). (Products of 4 or more tokens a block
+    // with 16-bit x round it once in a launch of their own, mvr.cuh's
+    // k_mvr_prep, a second dependent edge; the quantized types take a token
+    // a block by default since session 14: matvec.cu's mvr_ntok.)
+    const int want = 1;
     CHECK(st != WICK_OK || norm != 2 || edges == want,
           "matmul+norm %s path %d: the graph has %d programmatic edges (expected %d)", name, path,
           edges, want);
@@ -105,11 +114,12 @@ static void test_matmul_v(int type, int rows, int cols, int n, int path, int nor
     CHECK(st == WICK_OK, "matmul %s path %d: %s", name, path, err.msg);
   }
   const char *label = norm == 2 ? "matmul+norm+graph" : norm ? "matmul+norm" : "matmul";
-  // Rounding x to int8 with scale max|x|/127 per 32 values moves each x by
-  // at most half a step, so the product moves by at most
-  // sum over groups of (max|x| / 254) * sum |w| (the int8 bound), on top of
-  // the f32 accumulation error.
-  int q8 = int8_x(type, path);
+  // Rounding x with scale max|x|/L per 32 values (L = x_levels: 127 for
+  // int8 x, 16383 for 16-bit x) moves each x by at most half a step, so the
+  // product moves by at most sum over groups of (max|x| / 2L) * sum |w|
+  // (the rounding bound), on top of the f32 accumulation error.
+  const double lv = x_levels(type, path);
+  int q8 = lv > 0;
   double worst = 0, worst_b = 0;
   for (int r = 0; r < rows && st == WICK_OK; r++) {
     WK_ASSERT(wk_dequantize_row(type, w + rb * r, deq, cols) == WICK_OK);
@@ -123,7 +133,7 @@ static void test_matmul_v(int type, int rows, int cols, int n, int path, int nor
           if (fabs(xt[32 * g + l]) > am) am = fabs(xt[32 * g + l]);
           sw += fabs(deq[32 * g + l]);
         }
-        bound += am / 254.0 * sw;
+        bound += am / (2 * lv) * sw;
       }
       if (path == 8) ref *= 2, mag *= 2, bound *= 2;  // W x + W x
       double diff = fabs(y[(size_t)t * rows + r] - ref), e = diff / (mag + 1e-6);
@@ -139,7 +149,7 @@ static void test_matmul_v(int type, int rows, int cols, int n, int path, int nor
   // activations to f16 (2^-11 each); int8 x: within the int8 bound.
   if (q8) {
     CHECK(worst_b <= 1.0, "%s %s %dx%d n=%d path %d: error %.3g of sum|wx| is %.3g of the "
-          "int8 bound (> 1)", label, name, rows, cols, n, path, worst, worst_b);
+          "rounding bound (> 1)", label, name, rows, cols, n, path, worst, worst_b);
   } else {
     double tol = path == 1 ? 2e-3 : path == 11 ? F16X_TOL : 2e-5;
     CHECK(worst <= tol, "%s %s %dx%d n=%d path %d: error %.3g of sum|wx| > %.1g", label, name,
@@ -147,7 +157,7 @@ static void test_matmul_v(int type, int rows, int cols, int n, int path, int nor
   }
   printf("%s %-9s %5dx%-5d n=%d path %d: max error %.2e of sum|wx|", label, name, rows, cols, n,
          path, worst);
-  if (q8) printf(", %.2f of the int8 bound", worst_b);
+  if (q8) printf(", %.2f of the %s bound", worst_b, lv > 127 ? "16-bit" : "int8");
   printf("\n");
   if (norm) wk_free(xr), wk_free(nw);
   wk_free(w), wk_free(row), wk_free(x), wk_free(y), wk_free(deq);
@@ -188,19 +198,21 @@ static void test_wide_refused(int type, int cols, int path) {
 }
 
 // A quantized row times x in f64 (ref), sum |w x| (mag) and the error bound
-// of the matrix-vector kernel (see test_matmul; f32 x: 2e-5 of mag).
-static void row_ref(int type, const uint8_t *w, const float *x, int cols, float *deq, double *ref,
-                    double *mag, double *bound) {
+// of the matrix-vector kernel of path `path` (see test_matmul; f32 x: 2e-5
+// of mag).
+static void row_ref(int type, int path, const uint8_t *w, const float *x, int cols, float *deq,
+                    double *ref, double *mag, double *bound) {
   WK_ASSERT(wk_dequantize_row(type, w, deq, cols) == WICK_OK);
   double r = 0, m = 0, b = 0;
+  const double lv = x_levels(type, path);
   for (int c = 0; c < cols; c++) r += (double)deq[c] * x[c], m += fabs((double)deq[c] * x[c]);
-  for (int g = 0; int8_x(type, 0) && g < cols / 32; g++) {
+  for (int g = 0; lv > 0 && g < cols / 32; g++) {
     double am = 0, sw = 0;
     for (int l = 0; l < 32; l++) {
       if (fabs(x[32 * g + l]) > am) am = fabs(x[32 * g + l]);
       sw += fabs(deq[32 * g + l]);
     }
-    b += am / 254.0 * sw;
+    b += am / (2 * lv) * sw;
   }
   *ref = r, *mag = m, *bound = 1.01 * b + 2e-5 * m;
 }
@@ -240,8 +252,8 @@ static void test_glu_v(int type, int rows, int cols, int n, int act, int path, i
     for (int t = 0; t < n; t++) {
       const float *xt = xr + (size_t)t * cols;
       double g, mg, bg, u, mu, bu;
-      row_ref(type, wg + rb * r, xt, cols, deq, &g, &mg, &bg);
-      row_ref(type, wu + rb * r, xt, cols, deq, &u, &mu, &bu);
+      row_ref(type, path, wg + rb * r, xt, cols, deq, &g, &mg, &bg);
+      row_ref(type, path, wu + rb * r, xt, cols, deq, &u, &mu, &bu);
       if (path == 11) bg += F16X_TOL * mg, bu += F16X_TOL * mu;
       double ref = act_f64(g, act) * u;
       double bound = 1.13 * bg * (fabs(u) + bu) + fabs(act_f64(g, act)) * bu + 1e-5 * fabs(ref) + 1e-9;

@@ -60,6 +60,8 @@ static void compare(stats *s, const float *a, const float *b, int rows, int voca
     for (int i = 0; i < vocab; i++) xy += (double)x[i] * y[i], xx += (double)x[i] * x[i], yy += (double)y[i] * y[i];
     double c = xy / sqrt(xx * yy + 1e-300);
     if (!(c >= s->min_cos)) s->min_cos = isnan(c) ? -2 : c;
+    if (getenv("WICK_PARITY_VERBOSE") && !(c >= 0.9995))
+      printf("  position %d of its batch (%d rows): cosine %.6f\n", r, rows, c);
     s->positions++;
     if (argmax(x, vocab) == argmax(y, vocab)) s->agree++;
     else s->ties += near_tie(x, vocab);
@@ -178,9 +180,10 @@ static int parity(const char *path, int n_prompt) {
   double agree = (pre.agree + dec.agree) / (all_pos > 0 ? all_pos : 1);
   double agree_t = (pre.agree + dec.agree + ties) / (all_pos > 0 ? all_pos : 1);
   double mc = pre.min_cos < dec.min_cos ? pre.min_cos : dec.min_cos;
-  printf("%s: %d+%d positions, top-1 agree %.2f%% (%.2f%% counting %d near ties), min cosine %.6f, "
-         "greedy %s; cpu %.2f s, cuda %.2f s\n",
-         path, pre.positions, dec.positions, 100 * agree, 100 * agree_t, ties, mc,
+  printf("%s: %d+%d positions, top-1 agree %.2f%% (%.2f%% counting %d near ties), min cosine %.6f "
+         "(prompts %.6f, decode %.6f), greedy %s; cpu %.2f s, cuda %.2f s\n",
+         path, pre.positions, dec.positions, 100 * agree, 100 * agree_t, ties, mc, pre.min_cos,
+         dec.min_cos,
          greedy_same ? "identical" : greedy_tie ? "leaves at a near tie" : "DIFFERS", p.secs[0],
          p.secs[1]);
   rc = !(agree_t >= 0.99 && mc >= 0.999 && (greedy_same || greedy_tie));

@@ -384,6 +384,10 @@ static int cuda_prepare(wk_backend *b, const wk_model *m, const wk_backend_param
   // once; more tokens take several grid rows). Comparison setting.
   const char *nt = getenv("WICK_CUDA_NTOK");
   s->c.mv_ntok = nt && (atoi(nt) == 1 || atoi(nt) == 2 || atoi(nt) == 4) ? atoi(nt) : 8;
+  // WICK_CUDA_NTOK16=2, 4 or 8: the same for the 16-bit-x (quantized) types,
+  // which take a token a block by default (matvec.cu's mvr_ntok).
+  const char *nt16 = getenv("WICK_CUDA_NTOK16");
+  s->c.mv_ntok16 = nt16 && (atoi(nt16) == 2 || atoi(nt16) == 4 || atoi(nt16) == 8) ? atoi(nt16) : 1;
   // WICK_CUDA_PF=N: steps of each warp's first unit the register-streamed
   // kernel asks of the L2 before its wait (default 1 for int8 x, 0 for f32
   // x: mvr.cuh; comparison).

@@ -36,16 +36,16 @@ static cudaError_t test_mvr(const uint8_t *w, size_t rb, int rows, int cols, con
 
 // Path 10: the register-streamed kernel with the wide K-quant formats
 // (mvr_w4.cuh: 4 lanes a Q4_K / Q5_K super-block) over jobs js.
-// Several tokens: 2, 4 or 8 a block (512 threads), as matvec.cu launches them.
+// Several tokens: 2, 4 or 8 a block (512 threads, a row a unit), as matvec.cu launches them.
 template <int T, bool GLU, bool ALT = false>
 static cudaError_t test_mvr_w4(const mv_jobs &js, int cols, const float *x, int n, float beta,
                                int act, bool pdl, cudaStream_t st) {
   if constexpr (T == WK_Q4_K || T == WK_Q5_K) {
     using C = mvr_w4_cfg<T, GLU, ALT>;
     using F = mvr_wide4<T>;
-    if (n >= 5) return mvr_launch<T, 512, C::RW, C::D, GLU, F, 8>(js, cols, x, n, beta, act, pdl, st);
-    if (n >= 3) return mvr_launch<T, 512, C::RW, C::D, GLU, F, 4>(js, cols, x, n, beta, act, pdl, st);
-    if (n == 2) return mvr_launch<T, 512, C::RW, C::D, GLU, F, 2>(js, cols, x, n, beta, act, pdl, st);
+    if (n >= 5) return mvr_launch<T, 512, 1, C::D, GLU, F, 8>(js, cols, x, n, beta, act, pdl, st);
+    if (n >= 3) return mvr_launch<T, 512, 1, C::D, GLU, F, 4>(js, cols, x, n, beta, act, pdl, st);
+    if (n == 2) return mvr_launch<T, 512, 1, C::D, GLU, F, 2>(js, cols, x, n, beta, act, pdl, st);
     return mvr_launch<T, C::NT, C::RW, C::D, GLU, F>(js, cols, x, n, beta, act, pdl, st);
   }
   return cudaErrorNotSupported;

@@ -34,11 +34,11 @@ static inline int mvr_opts_env(void) {
 
 // Bytes of the batched products' pre-rounded x (cu_ctx::xpre; mvr.cuh's
 // k_mvr_prep) for n tokens of cols columns: n floats (1 / rms) in the first
-// MVR_PRE_HEAD bytes, then per token its int8 x and a uint2 a 32-value
-// group, rounded up to 16 bytes (mvr.cuh's mvr_xbytes for the int8 types).
+// MVR_PRE_HEAD bytes, then per token its 16-bit x (two int8 planes) and a
+// uint4 a 32-value group (mvr.cuh's mvr_xbytes for the integer types).
 enum { MVR_PRE_HEAD = 256 };
 static inline size_t cu_pre_bytes(int n, int cols) {
-  return MVR_PRE_HEAD + (size_t)n * (((size_t)cols + (size_t)cols / 32 * 8 + 15) & ~(size_t)15);
+  return MVR_PRE_HEAD + (size_t)n * ((2 * (size_t)cols + (size_t)cols / 32 * 16 + 15) & ~(size_t)15);
 }
 
 // What every op needs: the stream, the cuBLAS handle and scratch space.
@@ -67,6 +67,8 @@ struct cu_ctx {
   int mv_ntok = 8;        // tokens a block of the register-streamed kernel (1, 2, 4 or 8;
                           // WICK_CUDA_NTOK, comparison): a batch of that many reads
                           // each weight once
+  int mv_ntok16 = 1;      // the same for its 16-bit-x types (WICK_CUDA_NTOK16,
+                          // comparison; matvec.cu's mvr_ntok)
   int mv_mvr;             // the register-streamed kernel's comparison options (MVR_*)
   int mv_pf = -1;         // >= 0: the register-streamed kernel's L2 prefetch before the
                           // wait, in steps of a warp's first unit (-1: the kernel's

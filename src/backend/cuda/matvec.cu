@@ -106,7 +106,9 @@ static bool mvr_wide_fills(const mv_jobs &js, int n) {
   for (int i = 0; i < (GLU ? 1 : js.n); i++) units += js.j[i].rows;
   const long wave = sms / n > 0 ? sms / n : 1;
   const int wide = mvr_whole_blocks(units, wave, MVR_W4_RULE_NT / 32);
-  const int lanes8 = mvr_whole_blocks(units, wave, mvr_cfg<T, GLU>::NT / 32);
+  // (the 8-lane format's grid as the rule was measured: 1024 threads, a
+  // row a unit; since session 14 it runs 2 rows at 512 threads)
+  const int lanes8 = mvr_whole_blocks(units, wave, 1024 / 32);
   return 10L * wide >= 9L * lanes8;
 }
 
@@ -116,13 +118,17 @@ static bool mvr_wide_fills(const mv_jobs &js, int n) {
 // Q4_K_M decode of B sequences (session 13, bench_cuda batch, ms a step at
 // context 512, a block of 2 / 4 / 8 tokens against a grid row a token):
 // B = 2 3.36 against 3.10, B = 3 (4 a block) 4.07 / 4.09, B = 4 4.66 / 5.06,
-// B = 8 7.95 / 9.28.
+// B = 8 7.95 / 9.28. The 16-bit-x types (session 14) take a grid row a
+// token, at most the context's mv_ntok16 (1): their several-token blocks
+// read each weight once but hold twice the x (B = 4 6.58 ms against 5.47
+// with a grid row a token, B = 8 12.04 against 9.90; the GEMM path 10.69).
+template <int T>
 static inline int mvr_ntok(const cu_ctx *c, int n) {
-  const int t = n <= 3 ? 1 : n <= 4 ? 4 : 8;
-  return t < c->mv_ntok ? t : c->mv_ntok;
+  const int t = n <= 3 ? 1 : n <= 4 ? 4 : 8, cap = mvr_f32x<T>::value ? c->mv_ntok : c->mv_ntok16;
+  return t < cap ? t : cap;
 }
 
-// mvr_launch with mvr_ntok(c, n) tokens a block, or fewer where their
+// mvr_launch with mvr_ntok<T>(c, n) tokens a block, or fewer where their
 // copies of x do not fit in shared memory (F32X rows of 14336 columns: 57
 // KB a token). Several tokens a block take blocks of at most 512 threads:
 // a lane's accumulators (tokens x rows, x 2 for GLU) and x spilled at 64
@@ -133,18 +139,20 @@ static cudaError_t mvr_launch_n(const cu_ctx *c, const mv_jobs &js, int cols, co
   // (3 items in flight at 512 threads, as many bytes in flight an SM as 1
   // at 1024, was slower: 8B Q4_K_M batch decode of 2 / 4 / 8 sequences 3.41
   // / 4.95 / 8.78 ms a step against 3.36 / 4.66 / 7.95.)
+  // (Several tokens a block keep one row a unit: their accumulators and
+  // x already fill the registers.)
   constexpr int NB = NT < 512 ? NT : 512;
   const bool pdl = c->pdl != 0;
-  const int nt = mvr_ntok(c, n);
+  const int nt = mvr_ntok<T>(c, n);
   cudaError_t e = cudaErrorInvalidValue;
   uint8_t *pre = c->xpre;
   const size_t pb = c->xpre_bytes;
   if (nt >= 8)
-    e = mvr_launch<T, NB, RW, D, GLU, F, 8>(js, cols, x, n, beta, act, pdl, c->st, pre, pb);
+    e = mvr_launch<T, NB, 1, D, GLU, F, 8>(js, cols, x, n, beta, act, pdl, c->st, pre, pb);
   if (e == cudaErrorInvalidValue && nt >= 4)
-    e = mvr_launch<T, NB, RW, D, GLU, F, 4>(js, cols, x, n, beta, act, pdl, c->st, pre, pb);
+    e = mvr_launch<T, NB, 1, D, GLU, F, 4>(js, cols, x, n, beta, act, pdl, c->st, pre, pb);
   if (e == cudaErrorInvalidValue && nt >= 2)
-    e = mvr_launch<T, NB, RW, D, GLU, F, 2>(js, cols, x, n, beta, act, pdl, c->st, pre, pb);
+    e = mvr_launch<T, NB, 1, D, GLU, F, 2>(js, cols, x, n, beta, act, pdl, c->st, pre, pb);
   if (e == cudaErrorInvalidValue)
     e = mvr_launch<T, NT, RW, D, GLU, F, 1>(js, cols, x, n, beta, act, pdl, c->st);
   return e;
@@ -170,7 +178,7 @@ static cudaError_t launch_mvr(const cu_ctx *c, const mv_jobs &jobs, int cols, co
     // the 8-lane one: 4096 rows take 86 blocks of 2 rows a warp against 128
     // of one (bench_cuda rows, session 7: Q4_K 4096x4096 31.8% against
     // 40.9%; 47.6 against 42.6 at 6144 rows, where it fills more).
-    const int tiles = cu_div_up(n, mvr_ntok(c, n));  // the grid's token rows
+    const int tiles = cu_div_up(n, mvr_ntok<T>(c, n));  // the grid's token rows
     if (c->mv_wide != WIDE_OFF && cols <= 8192 &&
         (c->mv_wide == WIDE_ALL || mvr_wide_fills<T, GLU>(js, tiles))) {
       using W = mvr_w4_cfg<T, GLU>;

@@ -1,7 +1,7 @@
 // The register-streamed matrix-vector kernel (docs/CUDA.md, v9) for Q4_0,
 // Q4_1, Q5_0, Q5_1 (mvr_q4.cuh, since session 12), Q4_K, Q5_K, Q6_K and
-// Q8_0 with x rounded to int8, and F16, BF16 and FP8 (E4M3, E5M2; by default
-// since session 12) with f32 x: weights read
+// Q8_0 with x rounded to 16 bits (since session 14; int8 before), and F16,
+// BF16 and FP8 (E4M3, E5M2; by default since session 12) with f32 x: weights read
 // straight into registers by coalesced loads, D steps ahead of the
 // arithmetic, many warps an SM and no block-wide barrier between the
 // prologue and the end.
@@ -13,11 +13,22 @@
 // set), the f32-x types load their first D items into registers instead
 // (session 7; the int8-x types load them after x is staged), lets the next grid
 // launch, waits for the previous one, then the block rounds its token's x
-// to int8 per 32 values into shared memory (matvec.cuh's mv_round_x, the
-// folded RMSNorm applied there: ~1.25 bytes a column; the float types: x
-// copied as f32, times the norm's weights, mvr_stage_x: 4 bytes a column)
-// and meets at one barrier; several tokens a block (int8 x) copy the bytes
+// to 16 bits per 32 values into shared memory (mvr_round_x16, the folded
+// RMSNorm applied there: 2.5 bytes a column; the float types: x copied as
+// f32, times the norm's weights, mvr_stage_x: 4 bytes a column) and meets
+// at one barrier; several tokens a block (integer types) copy the bytes
 // k_mvr_prep rounded once a token instead.
+//
+// 16-bit x: v = round(x / d) in [-16383, 16383] with d = max |x| / 16383 of
+// the 32-value group, stored as two int8 planes v = lo + 128 hi (lo = v &
+// 127, hi = v >> 7 in [-128, 127]), each in the layout int8 x had (so the lanes'
+// shared-memory reads stay free of bank conflicts), and per group a uint4
+// {d, sum of v over values [0, 16), over [16, 32), over all 32}. Every dp4a runs on
+// both planes: int sums s = s_lo + 128 s_hi, exact in int32 (bounds next to
+// each format). Why: int8 x (d = max / 127) moved the logits of Gemma 3 by
+// up to 1 - cosine 1.35e-3 against the CPU's exact path (parity below its
+// 0.999 bar on a decode step of 4 sequences, session 14); 16-bit x is the
+// CPU fast path's rounding (kernels/act16.h).
 //
 // Work: a unit is RW consecutive rows of one job (GLU: RW gate rows and the
 // same RW up rows). The grid is one wave of resident warps, in one of two
@@ -80,22 +91,104 @@ static __device__ __forceinline__ void mvr_prefetch(const uint8_t *p) {
   asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
 }
 
-// The lane's x of one step for the K-quants: 16 int8 values at offset 16h
-// of group ga and 16 at the same offset of group gb, the groups' scales (0
-// for a lane past the end of its row) and the sums of those 16 values (il
-// for h = 0, ih for h = 1).
+// Four values rounded to 16 bits (v = rn(x inv), |v| <= 16383) as their
+// lo and hi bytes: v = lo + 128 hi with lo = v & 127 in [0, 127] and hi = v
+// >> 7 (floor) in [-128, 127]; *s gets the sum of the four v.
+static __device__ __forceinline__ void mvr_split4(const float *v, float inv, uint32_t *lo,
+                                                  uint32_t *hi, int *s) {
+  int q[4];
+#pragma unroll
+  for (int k = 0; k < 4; k++) q[k] = __float2int_rn(v[k] * inv);
+  const uint32_t b01 = __byte_perm(q[0], q[1], 0x5140), b23 = __byte_perm(q[2], q[3], 0x5140);
+  // b01: bytes q0.0 q1.0 q0.1 q1.1 (low halves of q0, q1 interleaved)
+  const uint32_t l = __byte_perm(b01, b23, 0x5410);  // the low bytes of q0..q3
+  const uint32_t m = __byte_perm(b01, b23, 0x7632);  // their second bytes
+  *lo = l & 0x7F7F7F7Fu;
+  *hi = ((l >> 7) & 0x01010101u) | ((m << 1) & 0xFEFEFEFEu);  // bits 7..14 of each v
+  *s += q[0] + q[1] + q[2] + q[3];
+}
+
+// The block rounds one token's x (cols floats; times the folded norm's
+// weights nw unless NULL) to 16 bits per 32 values into shared memory xq
+// (16-byte aligned, mvr_xbytes): the lo plane (cols bytes), the hi plane
+// (cols bytes), then per group g {d, sum of v[0, 16), of v[16, 32), of all
+// 32}; 4
+// lanes a group (8 values a thread). Every thread of the block calls it; it
+// ends on a barrier and returns the norm's 1 / rms of x (1 without nw) to
+// all. red: 32 floats of shared scratch.
+static __device__ __forceinline__ float mvr_round_x16(const float *__restrict__ x, int cols,
+                                                      const float *__restrict__ nw, float eps,
+                                                      uint8_t *xq, float *red) {
+  float ss = 0.0f;
+  uint4 *xm = (uint4 *)(xq + 2 * (size_t)cols);
+  const int part = threadIdx.x & 3;  // values [8 part, 8 part + 8) of the group
+#pragma unroll 2
+  for (int i0 = 0; i0 < cols / 8; i0 += blockDim.x) {  // i0 uniform: every lane shuffles
+    const int i = i0 + threadIdx.x;
+    const bool ok = i < cols / 8;
+    float v[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+    if (ok) {
+      const float4 *xp = (const float4 *)(x + 8 * i);
+      float4 a = __ldg(xp), b = __ldg(xp + 1);
+      v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w;
+      v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
+      if (nw) {
+        const float4 *np = (const float4 *)(nw + 8 * i);
+        float4 c = __ldg(np), e = __ldg(np + 1);
+        const float w8[8] = {c.x, c.y, c.z, c.w, e.x, e.y, e.z, e.w};
+#pragma unroll
+        for (int k = 0; k < 8; k++) ss += v[k] * v[k], v[k] *= w8[k];
+      }
+    }
+    float am = 0.0f;
+#pragma unroll
+    for (int k = 0; k < 8; k++) am = fmaxf(am, fabsf(v[k]));
+    am = fmaxf(am, __shfl_xor_sync(0xffffffffu, am, 1));
+    am = fmaxf(am, __shfl_xor_sync(0xffffffffu, am, 2));
+    const float inv = am > 0.0f ? 16383.0f / am : 0.0f;
+    uint32_t lo[2], hi[2];
+    int s = 0;
+#pragma unroll
+    for (int h = 0; h < 2; h++) mvr_split4(v + 4 * h, inv, lo + h, hi + h, &s);
+    s += __shfl_xor_sync(0xffffffffu, s, 1);             // parts 0+1: values [0, 16); 2+3: [16, 32)
+    const int s1 = __shfl_xor_sync(0xffffffffu, s, 2);  // part 0 gets [16, 32)'s
+    if (ok) {
+      *(uint2 *)(xq + 8 * i) = make_uint2(lo[0], lo[1]);
+      *(uint2 *)(xq + cols + 8 * i) = make_uint2(hi[0], hi[1]);
+      if (part == 0)
+        xm[i >> 2] = make_uint4(__float_as_uint(am * (1.0f / 16383.0f)), (uint32_t)s,
+                                (uint32_t)s1, (uint32_t)(s + s1));
+    }
+  }
+  __syncthreads();
+  return nw ? mv_rscale(block_sum(ss, red), cols, eps) : 1.0f;
+}
+
+// Sums of a weight word's 4 bytes w times 4 x values held as planes xl, xh
+// (lo and hi bytes: v = lo + 128 hi), *al += w . lo, *ah += w . hi.
+static __device__ __forceinline__ void mvr_dp4x(uint32_t w, uint32_t xl, uint32_t xh, int *al,
+                                                int *ah) {
+  *al = dp4(w, xl, *al), *ah = dp4(w, xh, *ah);
+}
+
+// The lane's x of one step for the K-quants: 16 values at offset 16h of
+// group ga and 16 at the same offset of group gb (lo plane a, b; hi plane
+// ah, bh), the groups' scales (0 for a lane past the end of its row) and
+// the sums of those 16 values.
 struct mvr_x2 {
-  uint4 a, b;
+  uint4 a, b, ah, bh;
   float da, db;
   int sa, sb;
 };
-static __device__ __forceinline__ void mvr_load_x2(mvr_x2 &x, const uint8_t *xq, const uint2 *xm,
+static __device__ __forceinline__ void mvr_load_x2(mvr_x2 &x, const uint8_t *xq, int cols,
                                                    int ga, int gb, int h, bool ok) {
+  const uint8_t *hq = xq + cols;
+  const uint4 *xm = (const uint4 *)(xq + 2 * (size_t)cols);
   x.a = *(const uint4 *)(xq + 32 * ga + 16 * h), x.b = *(const uint4 *)(xq + 32 * gb + 16 * h);
-  uint2 ma = xm[ga], mb = xm[gb];
+  x.ah = *(const uint4 *)(hq + 32 * ga + 16 * h), x.bh = *(const uint4 *)(hq + 32 * gb + 16 * h);
+  const uint4 ma = xm[ga], mb = xm[gb];
   x.da = ok ? __uint_as_float(ma.x) : 0.0f, x.db = ok ? __uint_as_float(mb.x) : 0.0f;
-  int s = 16 - 16 * h;  // il is the low half of .y, ih the high half
-  x.sa = (int)(ma.y << s) >> 16, x.sb = (int)(mb.y << s) >> 16;
+  x.sa = (int)(h ? ma.z : ma.y), x.sb = (int)(h ? mb.z : mb.y);
 }
 
 // Per weight type: LPB lanes a quant block; w_t, one row's raw registers of
@@ -111,14 +204,16 @@ struct mvr_fmt;
 // super-block's 128: their low nibbles are values 64p + 16h + [0, 16)
 // (sub-block 2p, group 2p of x at offset 16h), their high nibbles values
 // 64p + 32 + 16h + [0, 16) (sub-block 2p + 1, group 2p + 1).
-static __device__ __forceinline__ void mvr_load_xk(mvr_x2 &x, const uint8_t *xq, const uint2 *xm,
-                                                   int b, int j, bool ok) {
+static __device__ __forceinline__ void mvr_load_xk(mvr_x2 &x, const uint8_t *xq, int cols, int b,
+                                                   int j, bool ok) {
   int g = 8 * b + 2 * (j >> 1);
-  mvr_load_x2(x, xq, xm, g, g + 1, j & 1, ok);
+  mvr_load_x2(x, xq, cols, g, g + 1, j & 1, ok);
 }
 // The lane's part of a Q4_K/Q5_K row from its header h (d, dmin, 12 scale
 // bytes), the integer dot products ia, ib of sub-blocks 2p and 2p + 1 with
-// x groups of scales da, db and sums (of the values dotted) sa, sb.
+// x groups of scales da, db and sums (of the values dotted) sa, sb. Bounds
+// (16-bit x, |v| <= 16383): sc ia <= 63 (32 * 31 * 16383) < 2^30 (the wide
+// Q5_K format's 32 values a sub-block), mn sa <= 63 * 32 * 16383.
 static __device__ __forceinline__ float mvr_kq_sum4(uint4 h, int p, int ia, int ib, float da,
                                                     float db, int sa, int sb) {
   // sub-blocks 2p and 2p + 1 are bytes 2 (p & 1) and the next of each
@@ -148,20 +243,22 @@ struct mvr_fmt<WK_Q4_K> {
   static __device__ __forceinline__ void load(w_t &w, const uint8_t *blk, int j) {
     w.h = mvr_ld16(blk), w.q = mvr_ld16(blk + 16 + 16 * j);
   }
-  static __device__ __forceinline__ void load_x(x_t &x, const uint8_t *xq, const uint2 *xm, int b,
-                                                int j, bool ok) {
-    mvr_load_xk(x, xq, xm, b, j, ok);
+  static __device__ __forceinline__ void load_x(x_t &x, const uint8_t *xq, int cols, int b, int j,
+                                                bool ok) {
+    mvr_load_xk(x, xq, cols, b, j, ok);
   }
   static __device__ __forceinline__ float dot(const w_t &w, const x_t &x, int j) {
     const uint32_t q[4] = {w.q.x, w.q.y, w.q.z, w.q.w};
     const uint32_t xa[4] = {x.a.x, x.a.y, x.a.z, x.a.w}, xb[4] = {x.b.x, x.b.y, x.b.z, x.b.w};
-    int ia = 0, ib = 0;
+    const uint32_t ya[4] = {x.ah.x, x.ah.y, x.ah.z, x.ah.w};
+    const uint32_t yb[4] = {x.bh.x, x.bh.y, x.bh.z, x.bh.w};
+    int ia = 0, ib = 0, ja = 0, jb = 0;
 #pragma unroll
     for (int i = 0; i < 4; i++) {
-      ia = dp4(q[i] & 0x0F0F0F0Fu, xa[i], ia);
-      ib = dp4((q[i] >> 4) & 0x0F0F0F0Fu, xb[i], ib);
+      mvr_dp4x(q[i] & 0x0F0F0F0Fu, xa[i], ya[i], &ia, &ja);
+      mvr_dp4x((q[i] >> 4) & 0x0F0F0F0Fu, xb[i], yb[i], &ib, &jb);
     }
-    return mvr_kq_sum(w.h, j >> 1, ia, ib, x);
+    return mvr_kq_sum(w.h, j >> 1, ia + 128 * ja, ib + 128 * jb, x);
   }
 };
 
@@ -178,22 +275,25 @@ struct mvr_fmt<WK_Q5_K> {
     w.h = mvr_ld16(blk), w.qh = mvr_ld16(blk + 16 + 16 * (j & 1));
     w.q = mvr_ld16(blk + 48 + 16 * j);
   }
-  static __device__ __forceinline__ void load_x(x_t &x, const uint8_t *xq, const uint2 *xm, int b,
-                                                int j, bool ok) {
-    mvr_load_xk(x, xq, xm, b, j, ok);
+  static __device__ __forceinline__ void load_x(x_t &x, const uint8_t *xq, int cols, int b, int j,
+                                                bool ok) {
+    mvr_load_xk(x, xq, cols, b, j, ok);
   }
   static __device__ __forceinline__ float dot(const w_t &w, const x_t &x, int j) {
     const uint32_t q[4] = {w.q.x, w.q.y, w.q.z, w.q.w}, qh[4] = {w.qh.x, w.qh.y, w.qh.z, w.qh.w};
     const uint32_t xa[4] = {x.a.x, x.a.y, x.a.z, x.a.w}, xb[4] = {x.b.x, x.b.y, x.b.z, x.b.w};
+    const uint32_t ya[4] = {x.ah.x, x.ah.y, x.ah.z, x.ah.w};
+    const uint32_t yb[4] = {x.bh.x, x.bh.y, x.bh.z, x.bh.w};
     const int p = j >> 1;
-    int ia = 0, ib = 0;
+    int ia = 0, ib = 0, ja = 0, jb = 0;
 #pragma unroll
     for (int i = 0; i < 4; i++) {
       uint32_t hi = qh[i] >> (2 * p);
-      ia = dp4((q[i] & 0x0F0F0F0Fu) | ((hi & 0x01010101u) << 4), xa[i], ia);
-      ib = dp4(((q[i] >> 4) & 0x0F0F0F0Fu) | (((hi >> 1) & 0x01010101u) << 4), xb[i], ib);
+      mvr_dp4x((q[i] & 0x0F0F0F0Fu) | ((hi & 0x01010101u) << 4), xa[i], ya[i], &ia, &ja);
+      mvr_dp4x(((q[i] >> 4) & 0x0F0F0F0Fu) | (((hi >> 1) & 0x01010101u) << 4), xb[i], yb[i], &ib,
+               &jb);
     }
-    return mvr_kq_sum(w.h, p, ia, ib, x);
+    return mvr_kq_sum(w.h, p, ia + 128 * ja, ib + 128 * jb, x);
   }
 };
 
@@ -222,22 +322,27 @@ struct mvr_fmt<WK_Q6_K> {
     w.d = mvr_ld2(blk + 208);
     w.sh = (uint32_t)((uintptr_t)blk & 2) * 8u;
   }
-  static __device__ __forceinline__ void load_x(x_t &x, const uint8_t *xq, const uint2 *xm, int b,
-                                                int j, bool ok) {
+  static __device__ __forceinline__ void load_x(x_t &x, const uint8_t *xq, int cols, int b, int j,
+                                                bool ok) {
     int g = 8 * b + 4 * (j >> 2) + ((j >> 1) & 1);
-    mvr_load_x2(x, xq, xm, g, g + 2, j & 1, ok);
+    mvr_load_x2(x, xq, cols, g, g + 2, j & 1, ok);
   }
+  // Bounds (|v| <= 16383): |ia - 32 sa| = |sum (q - 32) v| <= 16 * 32 *
+  // 16383, times a scale of at most 128: < 2^31.
   static __device__ __forceinline__ float dot(const w_t &w, const x_t &x, int j) {
     const uint32_t xa[4] = {x.a.x, x.a.y, x.a.z, x.a.w}, xb[4] = {x.b.x, x.b.y, x.b.z, x.b.w};
+    const uint32_t ya[4] = {x.ah.x, x.ah.y, x.ah.z, x.ah.w};
+    const uint32_t yb[4] = {x.bh.x, x.bh.y, x.bh.z, x.bh.w};
     const int hs = j & 2;  // 2c: the qh bits of the low nibbles' values
-    int ia = 0, ib = 0;
+    int ia = 0, ib = 0, ja = 0, jb = 0;
 #pragma unroll
     for (int i = 0; i < 4; i++) {
       uint32_t l = __funnelshift_r(w.l[i], w.l[i + 1], w.sh);
       uint32_t h = __funnelshift_r(w.h[i], w.h[i + 1], w.sh) >> hs;
-      ia = dp4((l & 0x0F0F0F0Fu) | ((h & 0x03030303u) << 4), xa[i], ia);
-      ib = dp4(((l >> 4) & 0x0F0F0F0Fu) | (((h >> 4) & 0x03030303u) << 4), xb[i], ib);
+      mvr_dp4x((l & 0x0F0F0F0Fu) | ((h & 0x03030303u) << 4), xa[i], ya[i], &ia, &ja);
+      mvr_dp4x(((l >> 4) & 0x0F0F0F0Fu) | (((h >> 4) & 0x03030303u) << 4), xb[i], yb[i], &ib, &jb);
     }
+    ia += 128 * ja, ib += 128 * jb;
     const int bs = 8 * (j & 1);  // the scale's byte in its halfword
     int sa = (int)(int8_t)(w.s0 >> bs), sb = (int)(int8_t)(w.s1 >> bs);
     float s = x.da * (float)(sa * (ia - 32 * x.sa)) + x.db * (float)(sb * (ib - 32 * x.sb));
@@ -255,7 +360,7 @@ struct mvr_fmt<WK_Q8_0> {
     uint32_t sh;  // 16 (block 4-byte aligned) or 32 (2 mod 4): qs word i = r[i]:r[i+1] >> sh
   };
   struct x_t {
-    uint4 a, b;
+    uint4 a, b, ah, bh;  // lo plane values [0, 16), [16, 32); hi plane
     float dx;
   };
   static __device__ __forceinline__ void load(w_t &w, const uint8_t *blk, int) {
@@ -264,18 +369,22 @@ struct mvr_fmt<WK_Q8_0> {
     for (int i = 0; i < 9; i++) w.r[i] = mvr_ld4(a + 4 * i);
     w.sh = 16u + (uint32_t)((uintptr_t)blk & 2) * 8u;
   }
-  static __device__ __forceinline__ void load_x(x_t &x, const uint8_t *xq, const uint2 *xm, int b,
-                                                int, bool ok) {
+  static __device__ __forceinline__ void load_x(x_t &x, const uint8_t *xq, int cols, int b, int,
+                                                bool ok) {
+    const uint8_t *hq = xq + cols;
     x.a = *(const uint4 *)(xq + 32 * b), x.b = *(const uint4 *)(xq + 32 * b + 16);
-    x.dx = ok ? __uint_as_float(xm[b].x) : 0.0f;
+    x.ah = *(const uint4 *)(hq + 32 * b), x.bh = *(const uint4 *)(hq + 32 * b + 16);
+    x.dx = ok ? __uint_as_float(((const uint4 *)(xq + 2 * (size_t)cols))[b].x) : 0.0f;
   }
+  // |a| <= 32 * 128 * 16383 < 2^27.
   static __device__ __forceinline__ float dot(const w_t &w, const x_t &x, int) {
     const uint32_t xv[8] = {x.a.x, x.a.y, x.a.z, x.a.w, x.b.x, x.b.y, x.b.z, x.b.w};
-    int a = 0;
+    const uint32_t yv[8] = {x.ah.x, x.ah.y, x.ah.z, x.ah.w, x.bh.x, x.bh.y, x.bh.z, x.bh.w};
+    int a = 0, b = 0;
 #pragma unroll
-    for (int i = 0; i < 8; i++) a = dp4(__funnelshift_rc(w.r[i], w.r[i + 1], w.sh), xv[i], a);
+    for (int i = 0; i < 8; i++) mvr_dp4x(__funnelshift_rc(w.r[i], w.r[i + 1], w.sh), xv[i], yv[i], &a, &b);
     float d = __half2float(__ushort_as_half((unsigned short)(w.r[0] >> (w.sh - 16u))));
-    return d * x.dx * (float)a;
+    return d * x.dx * (float)(a + 128 * b);
   }
 };
 
@@ -326,8 +435,8 @@ struct mvr_fp8 {
 #pragma unroll
     for (int i = 0; i < 4; i++) w.q[i] = mvr_ld4(blk + 4 + 4 * j + 32 * i);
   }
-  static __device__ __forceinline__ void load_x(x_t &x, const uint8_t *xq, const uint2 *, int b,
-                                                int j, bool ok) {
+  static __device__ __forceinline__ void load_x(x_t &x, const uint8_t *xq, int, int b, int j,
+                                                bool ok) {
     x.p = (const float4 *)xq + 32 * b + j, x.s = 0, x.ok = ok;
   }
   static __device__ __forceinline__ float dot(const w_t &w, const x_t &x, int) {
@@ -364,8 +473,8 @@ struct mvr_f16 {
   static __device__ __forceinline__ void load(w_t &w, const uint8_t *blk, int j) {
     w.q = mvr_ld16(blk + 16 * j);
   }
-  static __device__ __forceinline__ void load_x(x_t &x, const uint8_t *xq, const uint2 *, int b,
-                                                int j, bool ok) {
+  static __device__ __forceinline__ void load_x(x_t &x, const uint8_t *xq, int, int b, int j,
+                                                bool ok) {
     x.p = (const float4 *)xq + 8 * b + 2 * j, x.s = b & 1, x.ok = ok;
   }
   // The two values of word w as floats.
@@ -519,23 +628,21 @@ struct mvr_share {
 // NT: the largest block (ptxas fits the registers to one such block an
 // SM); the launch may use smaller ones (mvr_launch). F: the lanes' format
 // (mvr_fmt<T>, or another layout of T's blocks: mvr_w4.cuh).
-// Bytes of one token's x in shared memory: f32 (the float types), or int8
-// and a uint2 a 32-value group, rounded up to 16 (the next token's x is
-// read in 16-byte loads).
+// Bytes of one token's x in shared memory: f32 (the float types), or the
+// two int8 planes of 16-bit x and a uint4 a 32-value group (mvr_round_x16),
+// rounded up to 16 (the next token's x is read in 16-byte loads).
 template <int T>
 static __host__ __device__ __forceinline__ size_t mvr_xbytes(int cols) {
   return mvr_f32x<T>::value ? (size_t)cols * sizeof(float)
-                            : ((size_t)cols + (size_t)cols / 32 * sizeof(uint2) + 15) & ~(size_t)15;
+                            : (2 * (size_t)cols + (size_t)cols / 32 * sizeof(uint4) + 15) & ~(size_t)15;
 }
 
-// The batched products' x rounded once a token (int8 types): block t
+// The batched products' x rounded once a token (integer types): block t
 // rounds token t's x (times the folded norm's weights nw unless NULL) into
 // pre in the layout k_mvr stages in shared memory, at MVR_PRE_HEAD + t xb,
 // and its 1 / rms (1 without nw) at float t of pre. Every block of the
-// product then copies its tokens' bytes (1.25 a column) instead of reading
-// and rounding the f32 x (4 a column): 8 tokens of a 14336-column x are
-// 458 KB of L2 reads a block that way, 1.8 times the block's share of the
-// product's Q4_K weights (33 MB over 132 blocks).
+// product then copies its tokens' bytes (2.5 a column) instead of reading
+// and rounding the f32 x (4 a column, and the rounding's arithmetic).
 static __global__ void __launch_bounds__(1024) k_mvr_prep(const float *__restrict__ x, int cols,
                                                    const float *__restrict__ nw, float eps,
                                                    uint8_t *pre) {
@@ -544,7 +651,7 @@ static __global__ void __launch_bounds__(1024) k_mvr_prep(const float *__restric
   pdl_wait();
   const int t = blockIdx.x;
   uint8_t *xq = pre + MVR_PRE_HEAD + (size_t)t * mvr_xbytes<WK_Q8_0>(cols);
-  const float rs = mv_round_x(x + (size_t)t * cols, cols, nw, eps, xq, (uint2 *)(xq + cols), red);
+  const float rs = mvr_round_x16(x + (size_t)t * cols, cols, nw, eps, xq, red);
   if (threadIdx.x == 0) ((float *)pre)[t] = rs;
 }
 
@@ -562,7 +669,7 @@ __global__ void __launch_bounds__(NT, 1) k_mvr(mv_jobs js, int cols, const float
   extern __shared__ uint4 mvr_smem[];
   __shared__ float red[32];
   __shared__ float part[NT / 32][2][NTOK][M][RW];  // split units: a warp's first (0) and last (1) unit
-  // Token t's x at xq0 + t xb: F32X x in f32; else int8 x, then xm.
+  // Token t's x at xq0 + t xb: F32X x in f32; else 16-bit x (mvr_round_x16).
   uint8_t *const xq0 = (uint8_t *)mvr_smem;
   const size_t xb = mvr_xbytes<T>(cols);
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
@@ -660,7 +767,7 @@ __global__ void __launch_bounds__(NT, 1) k_mvr(mv_jobs js, int cols, const float
       uint8_t *xq = xq0 + t * xb;
       rs[t] = mvr_ximg<F>::value ? mvr_stage_ximg(xt, cols, js.nw, js.eps, (__half *)xq, red)
               : F32X             ? mvr_stage_x(xt, cols, js.nw, js.eps, (float4 *)xq, red)
-                                 : mv_round_x(xt, cols, js.nw, js.eps, xq, (uint2 *)(xq + cols), red);
+                                 : mvr_round_x16(xt, cols, js.nw, js.eps, xq, red);
     }
   }
   if (late)
@@ -727,7 +834,7 @@ __global__ void __launch_bounds__(NT, 1) k_mvr(mv_jobs js, int cols, const float
     for (int t = 0; t < NTOK; t++) {
       const uint8_t *xq = xq0 + (t < ntk ? t : 0) * xb;
       typename F::x_t xv;
-      F::load_x(xv, xq, (const uint2 *)(xq + cols), ok ? b : bpr - 1, j, ok);
+      F::load_x(xv, xq, cols, ok ? b : bpr - 1, j, ok);
 #pragma unroll
       for (int r = 0; r < RW; r++) acc[t][m][r] += F::dot(w[r], xv, j);
     }
@@ -783,7 +890,15 @@ __global__ void __launch_bounds__(NT, 1) k_mvr(mv_jobs js, int cols, const float
 // the registers allow without spills (docs/CUDA.md v9: ptxas figures).
 template <int T, bool GLU>
 struct mvr_cfg {
-  static constexpr int RW = 1;
+  // 16-bit x (session 14) doubled the x work a weight (two planes, twice the
+  // shared-memory reads and dp4a); two rows a unit share it, at 512 threads
+  // for the registers: bench_cuda's `reg 512/2/1` row against `reg
+  // 1024/1/1` (1 row, the int8-x default), 4096x14336 / 14336x4096 in us,
+  // no dependent launch: Q4_0 14.9 / 14.7 against 17.9 / 18.9, Q4_K 15.7 /
+  // 15.5 against 17.4 / 18.7, Q6_K 21.6 / 21.6 against 24.9 / 26.9, Q8_0
+  // 21.9 / 19.9 against 22.2 / 23.6 (session 14, call 4).
+  static constexpr bool X16 = !mvr_f32x<T>::value;
+  static constexpr int RW = X16 ? 2 : 1;
   // Q6_K: 1024 threads and one item ahead measured 55/51% of the copy rate
   // at 4096x14336 / 14336x4096 against 40/53% with 768 and two (session 4).
   // F16/BF16: 16 bytes a lane a step in 4 registers, so up to 7 steps in
@@ -800,7 +915,7 @@ struct mvr_cfg {
   // against 2.069 / 2.422, call 3). mvr_cfg_s11: the shapes before, for
   // comparison (WICK_CUDA_MVD=0).
   static constexpr int D = T == WK_F16 || T == WK_BF16 ? 3 : 1;
-  static constexpr int NT = 1024;
+  static constexpr int NT = X16 ? 512 : 1024;
 };
 template <int T, bool GLU>
 struct mvr_cfg_s11 {  // Q4_K, Q5_K, Q8_0 (matvec.cu's WICK_CUDA_MVD=0)

@@ -48,8 +48,8 @@ struct mvr_fp8w {
     w.q = mvr_ld16(step + 16 * l);
     w.e = l >= 28 ? mvr_ld4(step + 512 + 4 * (l & 3)) : 0u;
   }
-  static __device__ __forceinline__ void load_x(x_t &x, const uint8_t *xq, const uint2 *, int b,
-                                                int, bool) {
+  static __device__ __forceinline__ void load_x(x_t &x, const uint8_t *xq, int, int b, int,
+                                                bool) {
     const int l = threadIdx.x & 31;
     const __half *img = (const __half *)xq + (size_t)(b >> 2) * 528;  // the step's image
     x.p = (const uint4 *)(img + 16 * l), x.pe = (const uint2 *)(img + 512 + 4 * (l & 3));

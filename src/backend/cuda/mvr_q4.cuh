@@ -1,5 +1,5 @@
 // Register-kernel formats (mvr.cuh) for the 32-value block types Q4_0,
-// Q4_1, Q5_0 and Q5_1 with x rounded to int8: a lane a block, 32 blocks (1024
+// Q4_1, Q5_0 and Q5_1 with x rounded to 16 bits: a lane a block, 32 blocks (1024
 // columns) a step, as Q8_0's format. Until session 12 these types ran on the
 // streamed kernel (mvs.cuh: row chunks brought into shared memory by bulk
 // copies), 51-64% of the copy rate with dependent launch.
@@ -10,28 +10,32 @@
 // end (5 and 6 words), joined by funnel shifts; Q4_1 (20) and Q5_1 (24) lie
 // at 4-byte boundaries (rows of a multiple of 4 bytes, as mvq.cuh reads
 // them) and are their own 5 and 6 words. The lane's x is its block's group:
-// 32 int8 values (the low nibbles' 16, then the high nibbles'), the scale (0
-// past the end of a row) and the sum of the 32 values, which carries the
-// offsets (Q4_0 -8, Q5_0 -16, Q4_1/Q5_1 the block's m).
+// 32 values (the low nibbles' 16, then the high nibbles'; lo and hi planes,
+// mvr.cuh's 16-bit x), the scale (0 past the end of a row) and the sum of
+// the 32 values, which carries the offsets (Q4_0 -8, Q5_0 -16, Q4_1/Q5_1
+// the block's m). Bounds (|v| <= 16383): |a| <= 32 * 31 * 16383 and |16 s|
+// <= 16 * 32 * 16383, both < 2^24.
 #ifndef WICK_BACKEND_CUDA_MVR_Q4_CUH
 #define WICK_BACKEND_CUDA_MVR_Q4_CUH
 
 struct mvr_xg {
-  uint4 a, b;  // values [0, 16) and [16, 32) of the group
-  float dx;    // the group's scale, 0 past the end of the row
-  int s;       // the sum of its 32 int8 values
+  uint4 a, b, ah, bh;  // values [0, 16) and [16, 32) of the group: lo plane, hi plane
+  float dx;            // the group's scale, 0 past the end of the row
+  int s;               // the sum of its 32 values
 };
 
 // What the four formats share: a lane a block, and the block's x group.
 struct mvr_q32 {
   static constexpr int LPB = 1;
   using x_t = mvr_xg;
-  static __device__ __forceinline__ void load_x(x_t &x, const uint8_t *xq, const uint2 *xm, int b,
-                                                int, bool ok) {
+  static __device__ __forceinline__ void load_x(x_t &x, const uint8_t *xq, int cols, int b, int,
+                                                bool ok) {
+    const uint8_t *hq = xq + cols;
     x.a = *(const uint4 *)(xq + 32 * b), x.b = *(const uint4 *)(xq + 32 * b + 16);
-    const uint2 m = xm[b];
+    x.ah = *(const uint4 *)(hq + 32 * b), x.bh = *(const uint4 *)(hq + 32 * b + 16);
+    const uint4 m = ((const uint4 *)(xq + 2 * (size_t)cols))[b];
     x.dx = ok ? __uint_as_float(m.x) : 0.0f;
-    x.s = ((int)(m.y << 16) >> 16) + ((int)m.y >> 16);  // il (low half) + ih (high half)
+    x.s = (int)m.w;
   }
 };
 
@@ -41,7 +45,9 @@ struct mvr_q32 {
 template <bool Q5>
 static __device__ __forceinline__ int mvr_q32_dot(const uint32_t *q, uint32_t qh, const mvr_xg &x) {
   const uint32_t xa[4] = {x.a.x, x.a.y, x.a.z, x.a.w}, xb[4] = {x.b.x, x.b.y, x.b.z, x.b.w};
-  int a = 0;
+  const uint32_t ya[4] = {x.ah.x, x.ah.y, x.ah.z, x.ah.w};
+  const uint32_t yb[4] = {x.bh.x, x.bh.y, x.bh.z, x.bh.w};
+  int a = 0, b = 0;
 #pragma unroll
   for (int i = 0; i < 4; i++) {
     uint32_t lo = q[i] & 0x0F0F0F0Fu, hi = (q[i] >> 4) & 0x0F0F0F0Fu;
@@ -49,10 +55,10 @@ static __device__ __forceinline__ int mvr_q32_dot(const uint32_t *q, uint32_t qh
       lo |= spread4(qh >> (4 * i)) << 4;
       hi |= spread4(qh >> (16 + 4 * i)) << 4;
     }
-    a = dp4(lo, xa[i], a);
-    a = dp4(hi, xb[i], a);
+    mvr_dp4x(lo, xa[i], ya[i], &a, &b);
+    mvr_dp4x(hi, xb[i], yb[i], &a, &b);
   }
-  return a;
+  return a + 128 * b;
 }
 
 // Q4_0 and Q5_0: d (f16), [Q5_0: qh, 4 bytes], 16 code bytes, values d (q -
