@@ -3,8 +3,9 @@
 // token of the batch; AVX2 + FMA register tiles (kernels/fma_rows.h) where the
 // CPU has them, else dot products with several f32 partial sums (GCC/Clang
 // vector extensions give 4-wide arithmetic on any x86-64 level). Fast path:
-// the same for batches of many tokens, else the kernels' gemm on activations
-// converted once per input.
+// the same for batches of many tokens (the integer GEMM of kernels/gemm16.h
+// on AVX-512 VNNI CPUs), else the kernels' gemm on activations converted
+// once per input.
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 #include "backend/cpu/dequant.h"
 #include "backend/cpu/kernels/act16.h"
 #include "backend/cpu/kernels/fma_rows.h"
+#include "backend/cpu/kernels/gemm16.h"
 #include "base/alloc.h"
 #include "quant/types.h"
 
@@ -84,7 +86,11 @@ static void dot4x2(const float *w, int64_t ldw, const float *xa, const float *xb
   memcpy(yb, rb, sizeof rb);
 }
 
-size_t cpu_matmul_scratch(int64_t k) { return (size_t)CPU_MATMUL_TILE * (size_t)k; }
+size_t cpu_matmul_scratch(int64_t k) {
+  const size_t f32 = (size_t)CPU_MATMUL_TILE * (size_t)k;
+  const size_t g16 = (wk_gemm16_scratch(k) + sizeof(float) - 1) / sizeof(float);
+  return f32 > g16 ? f32 : g16;
+}
 
 // Exact path, rows [lo, hi) of w for every token: y[t * n + r]. Weight rows
 // are dequantized CPU_MATMUL_TILE at a time into buf (the AVX2 decoders where
@@ -171,13 +177,16 @@ size_t cpu_act_row_size(int f, int64_t k) {
 
 // Plan per matrix (prepare time): the 16-bit-activation kernels (act16.h)
 // for the quantized types they cover (exact path on CPUs without AVX2), else
-// the kernel table (kernels.h: f32 activations for float weights).
+// the kernel table (kernels.h: f32 activations for float weights); on
+// AVX-512 VNNI CPUs also the integer GEMM (gemm16.h) for large batches of
+// the types it decodes.
 // WICK_ACT8=1 in the environment picks the table's 8-bit-activation kernels
 // instead, for A/B benchmarks (they miss the accuracy rule of
 // tests/python/test_forward_default.py).
 void cpu_mm_plan(cpu_mm *mm, const wk_tensor *w, bool exact) {
   memset(mm, 0, sizeof *mm);
   mm->w = w;
+  mm->g16_min = INT32_MAX;
   mm->row_bytes = wk_row_size(w->type, w->ne[0]);
   mm->avx2 = wk_kernel_best_level() >= WK_LEVEL_AVX2;
   if (exact) return;
@@ -197,29 +206,46 @@ void cpu_mm_plan(cpu_mm *mm, const wk_tensor *w, bool exact) {
                 : mm->kr.act == WK_ACT_A16                 ? CPU_F32_MIN_TOKENS_Q
                 : mm->kr.act == WK_ACT_A16K                ? CPU_F32_MIN_TOKENS_K
                                                            : CPU_F32_MIN_TOKENS;
+  if (mm->fast && (mm->kr.act == WK_ACT_A16 || mm->kr.act == WK_ACT_A16K) &&
+      wk_gemm16_pick(w->type, &mm->g16) == WICK_OK && w->ne[0] % mm->g16.k_multiple == 0)
+    mm->g16_min = mm->kr.act == WK_ACT_A16 ? CPU_G16_MIN_TOKENS_Q : CPU_G16_MIN_TOKENS_K;
+}
+
+// How a batch of n_tokens is multiplied with mm.
+enum { PATH_EXACT, PATH_KERNEL, PATH_F32, PATH_G16 };
+
+static int mm_path(const cpu_mm *mm, int n_tokens) {
+  if (!mm->fast) return PATH_EXACT;
+  if (n_tokens >= mm->g16_min) return PATH_G16;
+  return n_tokens >= mm->f32_min ? PATH_F32 : PATH_KERNEL;
 }
 
 unsigned cpu_mm_need(const cpu_mm *mm) {
   return mm->fast && mm->kr.act != WK_ACT_F32 ? 1u << mm->kr.act : 0u;
 }
 
-// Whether a batch of n_tokens takes the f32 path although mm is fast.
-static bool f32_batch(const cpu_mm *mm, int n_tokens) {
-  return mm->fast && n_tokens >= mm->f32_min;
-}
-
 unsigned cpu_mm_need_n(const cpu_mm *mm, int n_tokens) {
-  return f32_batch(mm, n_tokens) ? 0u : cpu_mm_need(mm);
+  switch (mm_path(mm, n_tokens)) {
+    case PATH_G16: return 1u << WK_ACT_A16;
+    case PATH_KERNEL: return cpu_mm_need(mm);
+    default: return 0u;
+  }
 }
 
-void cpu_act_reserve(cpu_act *a, const cpu_mm *mm, int max_tokens) {
-  unsigned need = cpu_mm_need(mm);
-  if (!need) return;
-  const int f = mm->kr.act;
+// Room for max_tokens rows of mm's input in format f, converted by quant.
+static void act_reserve_fmt(cpu_act *a, const cpu_mm *mm, int f, wk_quantize_act_fn quant,
+                            int max_tokens) {
   size_t bytes;
   if (!wk_mul_ok(cpu_act_row_size(f, mm->w->ne[0]), (size_t)max_tokens, &bytes)) bytes = SIZE_MAX;
   if (bytes > a->cap[f]) a->cap[f] = bytes;
-  a->quant[f] = mm->kr.quantize_act;
+  a->quant[f] = quant;
+}
+
+void cpu_act_reserve(cpu_act *a, const cpu_mm *mm, int max_tokens) {
+  if (!cpu_mm_need(mm)) return;
+  act_reserve_fmt(a, mm, mm->kr.act, mm->kr.quantize_act, max_tokens);
+  if (max_tokens >= mm->g16_min)
+    act_reserve_fmt(a, mm, WK_ACT_A16, mm->g16.quantize_act, max_tokens);
 }
 
 int cpu_act_alloc(cpu_act *a, uint64_t *acct) {
@@ -304,8 +330,16 @@ static void multi_chunk(const mm_multi *j, long c, float *buf) {
   const long len = ci < nh ? h : j->chunk[i];
   const long r1 = r0 + len < rows ? r0 + len : rows;
   const cpu_act *a = j->a;
-  if (!mm->fast || f32_batch(mm, a->n_tokens)) {
+  const int path = mm_path(mm, a->n_tokens);
+  if (path == PATH_EXACT || path == PATH_F32) {
     exact_rows(mm->w, mm->avx2, a->x, a->n_tokens, j->y[i], buf, r0, r1);
+    return;
+  }
+  if (path == PATH_G16) {
+    wk_gemm16_run(&mm->g16, (const unsigned char *)mm->w->data + (size_t)r0 * mm->row_bytes,
+                  mm->row_bytes, a->k, (int)(r1 - r0), a->buf[WK_ACT_A16],
+                  cpu_act_row_size(WK_ACT_A16, a->k), a->n_tokens, j->y[i] + r0, (size_t)rows,
+                  buf);
     return;
   }
   const void *xq = a->x;
@@ -329,8 +363,13 @@ static void multi_run(void *ctx, int ith, int nth) {
   }
 }
 
+// cpu_mm_home for chunks in multiples of align rows.
+static long home_rows(long rows, int nth, int n_tokens, long align) {
+  return nth > 1 && n_tokens <= 8 ? rows / nth / align * align : 0;
+}
+
 long cpu_mm_home(long rows, int nth, int n_tokens) {
-  return nth > 1 && n_tokens <= 8 ? rows / nth / MM_ALIGN * MM_ALIGN : 0;
+  return home_rows(rows, nth, n_tokens, MM_ALIGN);
 }
 
 void cpu_mm_run(wk_pool *pool, float *scratch, size_t scratch_per_thread, cpu_act *a,
@@ -354,9 +393,12 @@ void cpu_mm_run(wk_pool *pool, float *scratch, size_t scratch_per_thread, cpu_ac
     // claimed chunks: each new run costs a stream's start-up, and the
     // 2-thread decode of SmolLM2 went from 263 to 293-302 tok/s, Gemma 3's
     // from 122-126 to 129-131 (session 8); prefill measured the same.
+    // The integer GEMM decodes strips of G16_ROWS rows: its chunks are
+    // multiples of that.
+    const long al = mm_path(mm[i], a->n_tokens) == PATH_G16 ? G16_ROWS : MM_ALIGN;
     long c = (rows + 4L * nth - 1) / (4L * nth);
-    c = (c + MM_ALIGN - 1) / MM_ALIGN * MM_ALIGN;
-    j.home[i] = cpu_mm_home(rows, nth, a->n_tokens);
+    c = (c + al - 1) / al * al;
+    j.home[i] = home_rows(rows, nth, a->n_tokens, al);
     j.chunk[i] = c;
     j.first[i] = j.total;
     const long rest = rows - (j.home[i] > 0 ? nth * j.home[i] : 0);

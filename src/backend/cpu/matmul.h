@@ -5,11 +5,14 @@
 //          the f32 activations (reference-accurate; `--exact`, and every type
 //          without a kernel);
 //   fast:  batches of at least f32_min tokens (AVX2 CPUs) run as exact, where
-//          f32 FMA tiles beat integer kernels; smaller ones (decode) use the
-//          SIMD kernels: activations converted once to the kernel's format
-//          (16-bit blocks for quantized weights, kernels/act16.h; plain f32
-//          for F32/F16/BF16/FP8 weights, kernels/kernels.h), integer or f32
-//          dot products straight from the weight blocks.
+//          f32 FMA tiles beat integer kernels; on AVX-512 VNNI CPUs batches of
+//          at least g16_min tokens (quantized weights but Q2_K) take the
+//          integer GEMM instead (kernels/gemm16.h: 16-bit activations,
+//          vpdpwssd); smaller ones (decode) use the SIMD kernels: activations
+//          converted once to the kernel's format (16-bit blocks for quantized
+//          weights, kernels/act16.h; plain f32 for F32/F16/BF16/FP8 weights,
+//          kernels/kernels.h), integer or f32 dot products straight from the
+//          weight blocks.
 // Both split output rows across the pool's threads in chunks claimed from a
 // shared counter, so a thread that the OS delays does not hold the others up.
 #ifndef WICK_BACKEND_CPU_MATMUL_H
@@ -19,6 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "backend/cpu/kernels/gemm16.h"
 #include "backend/cpu/kernels/kernels.h"
 #include "base/pool.h"
 #include "model/model.h"
@@ -35,6 +39,14 @@
 #define CPU_F32_MIN_TOKENS_Q 12
 #define CPU_F32_MIN_TOKENS_K 32
 #define CPU_F32_MIN_TOKENS 16  // other kernels (8-bit activations)
+// On AVX-512 VNNI CPUs batches of at least this many tokens take the integer
+// GEMM (kernels/gemm16.h) instead of both: it beats the f32 tiles at every
+// size (1.8-2.6x from 64 tokens up), and the 16-bit kernels from ~5 tokens
+// for the 32-value formats and ~8 for the super-blocks, whose kernels share
+// each decoded block among more tokens (wick bench -p 4..24 on the default
+// models, one thread, AMD Zen 4).
+#define CPU_G16_MIN_TOKENS_Q 5
+#define CPU_G16_MIN_TOKENS_K 8
 // Activation formats: kernels.h's wk_act_fmt (0..2, 5) and act16.h's (3, 4).
 #define CPU_ACT_FMTS 6
 
@@ -65,6 +77,8 @@ typedef struct cpu_mm {
   bool fast;           // true: kernel path; false: exact path
   bool avx2;           // the exact path may use AVX2 + FMA tiles
   int f32_min;         // fast: batches of this many tokens take the f32 path
+  int g16_min;         // fast: batches of this many take the integer GEMM (INT32_MAX: none)
+  wk_gemm16 g16;       // its decoder (valid when g16_min < INT32_MAX)
   size_t row_bytes;    // bytes of one weight row
 } cpu_mm;
 
@@ -75,7 +89,8 @@ void cpu_mm_plan(cpu_mm *mm, const wk_tensor *w, bool exact);
 // reads the f32 rows themselves (exact path or f32 activations).
 unsigned cpu_mm_need(const cpu_mm *mm);
 // The same for an input of n_tokens rows: 0 also when the batch is large
-// enough for the f32 path (CPU_F32_MIN_TOKENS).
+// enough for the f32 path (CPU_F32_MIN_TOKENS), WK_ACT_A16's bit when it
+// takes the integer GEMM (CPU_G16_MIN_TOKENS).
 unsigned cpu_mm_need_n(const cpu_mm *mm, int n_tokens);
 
 // The input rows of one or more matrices, with the conversions done so far:
@@ -90,7 +105,9 @@ typedef struct cpu_act {
   wk_quantize_act_fn quant[CPU_ACT_FMTS];  // converter of format f
 } cpu_act;
 
-// Sizing at prepare time: room for mm's input of up to max_tokens rows.
+// Sizing at prepare time: room for mm's input of up to max_tokens rows (in
+// its kernels' format, and in WK_ACT_A16 where batches that large take the
+// integer GEMM).
 void cpu_act_reserve(cpu_act *a, const cpu_mm *mm, int max_tokens);
 // Allocates the reserved buffers (bytes added to *acct); WICK_ERR_NOMEM.
 int cpu_act_alloc(cpu_act *a, uint64_t *acct);
