@@ -25,7 +25,7 @@ static void usage(FILE *f) {
           "  --chunk K      feed the prompt K tokens per forward call (default: all at once)\n"
           "  --greedy N     then append the argmax token N times; print the ids on stdout\n"
           "  --exact        exact f32 matrix products (default: the SIMD kernels, which\n"
-          "                 round activations to 8 bits for quantized weights)\n");
+          "                 round activations to 16 bits for quantized weights)\n");
 }
 
 // Parses whitespace-separated ids; *ids grows as needed.
