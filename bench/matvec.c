@@ -3,7 +3,7 @@
 // machine's read bandwidth measured in the same run.
 //
 //   bench_matvec [--types q4_0,q4_k,...] [--tokens 64] [--level avx2]
-//                [--min-time 0.3] [--no-gemm] [--l2-only] [--act16]
+//                [--min-time 0.3] [--no-gemm] [--l2-only] [--act16] [--paired N]
 //
 // Shapes are k (input length) x n (output rows); weights are rotated through
 // enough copies to exceed 256 MB, so every pass reads them from memory.
@@ -13,7 +13,12 @@
 // gemm: GFLOP/s = 2 k n tokens / time (2 threads). --l2-only prints the L2
 // column alone (quick: no bandwidth pass, no copies), for kernel work on a
 // busy machine. --act16: the quantized types through the 16-bit-activation
-// kernels (act16.h), which the fast path's decode steps use.
+// kernels (act16.h), which the fast path's decode steps use. --paired N: the
+// memory bandwidth of a shared host moves over seconds, so one read figure at
+// the start cannot judge a kernel against it; for each product and thread
+// count, N pairs of (a read pass over the matrix's own bytes, then the product,
+// each timed as the median over min-time / N) give N ratios kernel GB/s /
+// read GB/s, and their median is printed after the other columns.
 #include <math.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -94,6 +99,35 @@ static double read_bandwidth(wk_pool *pool) {
   return best;
 }
 
+// qsort order of doubles (the medians below).
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+// Read GB/s over the n_copies copies of a mat-byte matrix in turn (each pass
+// one copy, with the pool's threads): the median pass over at least min_time
+// (and 3 passes). *next: the copy the next pass reads (kept across calls, so
+// that the passes keep leaving the caches).
+#define BW_PASSES 4096
+static double copies_bandwidth(wk_pool *pool, const uint8_t *copies, int n_copies, size_t mat,
+                               int *next, double min_time) {
+  static double t[BW_PASSES];
+  const size_t words = mat / 8 / 64 * 64;  // bw_run's loops take 16 words at a time
+  if (words == 0) return 0;
+  int passes = 0;
+  const double t0 = wk_now();
+  do {
+    bw_job j = {(const uint64_t *)(copies + (size_t)*next * mat), words, {0}};
+    *next = (*next + 1) % n_copies;
+    const double c0 = wk_now();
+    wk_pool_run(pool, bw_run, &j);
+    t[passes++] = wk_now() - c0;
+  } while ((wk_now() - t0 < min_time || passes < 3) && passes < BW_PASSES);
+  qsort(t, (size_t)passes, sizeof t[0], cmp_double);
+  return (double)(words * 8) / t[passes / 2] / 1e9;
+}
+
 // ---- matrix kernels under the pool ------------------------------------------
 
 typedef struct {
@@ -125,12 +159,6 @@ static void mm_run(void *ctx, int ith, int nth) {
     j->kr->gemm(j->w + (size_t)lo * j->rb, j->rb, j->k, (int)(hi - lo), j->xq, j->xb, j->tokens,
                 j->y + lo, (size_t)j->n);
   }
-}
-
-// Seconds per call, averaged over enough calls (rotating copies) to fill min_time.
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
 }
 
 // Seconds of one call: the median of the calls made in min_time (at least
@@ -190,8 +218,32 @@ typedef struct {
   int gemm;
   int l2_only;
   int act16;  // the 16-bit-activation kernels (act16.h: what decode runs) for quantized types
+  int paired;  // pairs of (read pass, product) per thread count (0: none)
   double min_time;
 } options;
+
+// The median of n ratios (sorts r).
+static double median(double *r, int n) {
+  qsort(r, (size_t)n, sizeof r[0], cmp_double);
+  return n % 2 ? r[n / 2] : 0.5 * (r[n / 2 - 1] + r[n / 2]);
+}
+
+// kernel GB/s / read GB/s of o->paired pairs (a read pass over the matrix's
+// copies, then the product, each over min_time / paired), their median.
+static double paired_ratio(wk_pool *pool, mm_job *j, const uint8_t *copies, int n_copies,
+                           size_t mat, const options *o) {
+  enum { MAX_PAIRS = 1000 };
+  static double r[MAX_PAIRS];
+  const int n = o->paired < MAX_PAIRS ? o->paired : MAX_PAIRS;
+  const double slot = o->min_time / n;
+  int next = 0;
+  for (int i = 0; i < n; i++) {
+    const double bw = copies_bandwidth(pool, copies, n_copies, mat, &next, slot);
+    const double gbs = (double)mat / time_gemm(pool, j, copies, n_copies, mat, slot) / 1e9;
+    r[i] = bw > 0 ? gbs / bw : 0;
+  }
+  return median(r, n);
+}
 
 static void bench_type(int type, const int64_t shape[2], const options *o, wk_pool *pools[],
                        const double bw[]) {
@@ -239,11 +291,13 @@ static void bench_type(int type, const int64_t shape[2], const options *o, wk_po
          shape_s);
   mm_job j = {.kr = &kr, .w = w, .rb = rb, .k = k, .n = n, .xq = xq, .xb = xb, .tokens = 1,
               .y = y};
+  double ratio[MAX_THREADS + 1] = {0};
   for (int th = 1; th <= MAX_THREADS && !o->l2_only; th++) {
     double dt = time_gemm(pools[th], &j, w, copies, mat, o->min_time);
     double gbs = (double)mat / dt / 1e9;
     printf(" %6.1f | %3.0f%% |", gbs, 100 * gbs / bw[th]);
     fflush(stdout);
+    if (o->paired) ratio[th] = paired_ratio(pools[th], &j, w, copies, mat, o);
   }
   printf(" %6.1f |", cache_rate(&j, w, o->min_time / 2));
   if (o->gemm && !o->l2_only) {
@@ -251,6 +305,8 @@ static void bench_type(int type, const int64_t shape[2], const options *o, wk_po
     double dt = time_gemm(pools[MAX_THREADS], &j, w, copies, mat, o->min_time);
     printf(" %7.1f |", 2.0 * (double)k * (double)n * o->tokens / dt / 1e9);
   }
+  if (o->paired && !o->l2_only)
+    for (int th = 1; th <= MAX_THREADS; th++) printf(" %5.0f%% |", 100 * ratio[th]);
   printf("\n");
 done:
   wk_free(w);
@@ -269,6 +325,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--no-gemm")) o.gemm = 0;
     else if (!strcmp(argv[i], "--l2-only")) o.l2_only = 1;
     else if (!strcmp(argv[i], "--act16")) o.act16 = 1;
+    else if (!strcmp(argv[i], "--paired") && i + 1 < argc) o.paired = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--level") && i + 1 < argc) {
       const char *l = argv[++i];
       o.level = !strcmp(l, "scalar") ? WK_LEVEL_SCALAR
@@ -277,11 +334,12 @@ int main(int argc, char **argv) {
                                        : WK_LEVEL_AUTO;
     } else {
       fprintf(stderr, "usage: %s [--types a,b] [--tokens N] [--level L] [--min-time S] "
-              "[--no-gemm] [--l2-only] [--act16]\n", argv[0]);
+              "[--no-gemm] [--l2-only] [--act16] [--paired N]\n", argv[0]);
       return 2;
     }
   }
   if (o.tokens < 1) o.tokens = 1;
+  if (o.paired < 0) o.paired = 0;
   wk_cpu_features f;
   wk_cpu_detect(&f);
   wk_pool *pools[MAX_THREADS + 1] = {NULL};
@@ -298,11 +356,15 @@ int main(int argc, char **argv) {
            bw[1], bw[2]);
     printf("matvec: GB/s of weights read, %% of the read bandwidth with as many threads; L2: one "
            "thread, rows in L2, CPU time; gemm: %d tokens, 2 threads. * = k and n swapped (k not "
-           "a multiple of the block)\n\n", o.tokens);
-    printf("| type     | level  | k x n        | 1t GB/s | %%    | 2t GB/s | %%    | L2 GB/s |%s\n",
-           o.gemm ? " gemm GFLOP/s |" : "");
-    printf("|----------|--------|--------------|--------:|-----:|--------:|-----:|--------:|%s\n",
-           o.gemm ? "-------------:|" : "");
+           "a multiple of the block)\n", o.tokens);
+    if (o.paired)
+      printf("paired: the median of %d ratios matvec GB/s / read GB/s, each of a read pass over "
+             "the matrix's bytes then the product, %.3f s each, with 1 and 2 threads\n",
+             o.paired, o.min_time / o.paired);
+    printf("\n| type     | level  | k x n        | 1t GB/s | %%    | 2t GB/s | %%    | L2 GB/s "
+           "|%s%s\n", o.gemm ? " gemm GFLOP/s |" : "", o.paired ? " 1t pair | 2t pair |" : "");
+    printf("|----------|--------|--------------|--------:|-----:|--------:|-----:|--------:|%s%s\n",
+           o.gemm ? "-------------:|" : "", o.paired ? "--------:|--------:|" : "");
   }
   char *list = wk_strndup(types, strlen(types));
   for (char *save = NULL, *name = strtok_r(list, ",", &save); name;

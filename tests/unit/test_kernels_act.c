@@ -344,15 +344,30 @@ static void check_same_as_avx2(const wk_kernel *kr, uint64_t *seed) {
 // Blocks whose every weight is the format's largest |code * scale|, against
 // activations of one sign at full range: the kernels' int32 sums peak here.
 // Variant 1: Q6_K's largest unsigned code (63, value 31) times scale -128,
-// where the kernels' sums of bare codes peak.
+// where the kernels' sums of bare codes peak; Q3_K's code 0 (value -4) times
+// scale -32, the largest value; Q2_K's largest code x scale without a min.
 static int extreme_block(int type, int variant, uint8_t *b) {
   const uint16_t one = wk_f32_to_f16(1.0f);
   if (variant == 1) {
-    if (type != WK_Q6_K) return 0;
-    memset(b, 0xff, 192);  // ql, qh: code 63
-    memset(b + 192, 0x80, 16);
-    memcpy(b + 208, &one, 2);
-    return 1;
+    switch (type) {
+      case WK_Q6_K:
+        memset(b, 0xff, 192);  // ql, qh: code 63
+        memset(b + 192, 0x80, 16);
+        memcpy(b + 208, &one, 2);
+        return 1;
+      case WK_Q3_K:  // hmask, qs: code 0; scales 0 (-32); d = 1
+        memset(b, 0, 110);
+        memcpy(b + 108, &one, 2);
+        return 1;
+      case WK_Q2_K:  // scales 15, mins 0, codes 3, d = dmin = 1
+        memset(b, 0x0f, 16);
+        memset(b + 16, 0xff, 64);
+        memcpy(b + 80, &one, 2);
+        memcpy(b + 82, &one, 2);
+        return 1;
+      default:
+        return 0;
+    }
   }
   switch (type) {
     case WK_Q8_0:  // d, 32 x -128
@@ -363,6 +378,16 @@ static int extreme_block(int type, int variant, uint8_t *b) {
       memset(b, 0, 210);
       memset(b + 192, 0x80, 16);
       memcpy(b + 208, &one, 2);
+      return 1;
+    case WK_Q3_K:  // hmask, qs: code 7, where the kernels' sums of codes peak; scales 0 (-32)
+      memset(b, 0xff, 96);
+      memset(b + 96, 0, 12);
+      memcpy(b + 108, &one, 2);
+      return 1;
+    case WK_Q2_K:  // scales and mins 15, codes 3, d = dmin = 1
+      memset(b, 0xff, 80);
+      memcpy(b + 80, &one, 2);
+      memcpy(b + 82, &one, 2);
       return 1;
     case WK_IQ4_XS:  // nibble 0 (value -127), scales 0 (-32), d = 1
       memset(b, 0, 136);

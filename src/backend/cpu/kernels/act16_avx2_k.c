@@ -17,7 +17,9 @@
 // ahead (kprefetch). Per super-block:
 //   acc += float(lanes) * (d_w * d_a)
 //   acc -= m * s_a per 16 values     (m: dmin * min, or d * offset * scale;
-//                                     Q4_K, Q5_K: per 32, k4_min_term).
+//                                     Q4_K, Q5_K: per 32, k4_min_term;
+//                                     Q2_K: groups 8-15 into a second
+//                                     accumulator, kmins2).
 // Bounds: a pmaddubsw lane is at most 2 x 63 x 127 = 16002 (Q6_K; IQ4_XS:
 // 2 x 127 x 127 = 32258); code x scale fits int16 (63 x 128); a combined
 // lane sums 32 products of code x scale x v, at most 32 x 31 x 63 x 16383
@@ -242,6 +244,12 @@ AT AI void kcodes16(const int type, const kprep *p, const kcodes *k, int j, __m2
 // bare codes (up to 63) x scales (up to 128) over 8 chunks could pass 2^31.
 AT AI int ksplit(const int type) { return type == WK_Q6_K; }
 
+// Q2_K: the terms of groups 8-15 (m * s_a) go to an accumulator of their
+// own, added to the other at the end: the AVX-512 tile keeps one 16-lane
+// accumulator a row, this one in lanes 0-7 and those in lanes 8-15 (which
+// the f32 step of the integer lanes leaves as they are, adding 0).
+AT AI int kmins2(const int type) { return type == WK_Q2_K; }
+
 // lo + 128 hi (exact: the true lane value fits in int32; the adds may wrap).
 AT AI __m256i kcombine(__m256i lo, __m256i hi) {
   return _mm256_add_epi32(lo, _mm256_slli_epi32(hi, 7));
@@ -308,11 +316,6 @@ AT AI __m256i k4_scales2(__m256i x) {
   return _mm256_unpacklo_epi32(low, _mm256_or_si256(a2, top));  // sc0-7 m0-7
 }
 
-// The 4 bytes at p in every dword (a broadcast load).
-AT AI __m128i kbcast32(const uint8_t *p) {
-  return _mm_castps_si128(_mm_broadcast_ss((const float *)p));
-}
-
 AT AI void k4_dprep(const int R, const uint8_t *blk, size_t ws, float da, k4dprep *p) {
   A16_UNROLL for (int r = 0; r < R; r += 2) {  // rows r and r + 1 (r twice for an odd R)
     const uint8_t *b0 = blk + (size_t)r * ws, *b1 = r + 1 < R ? b0 + ws : b0;
@@ -324,9 +327,9 @@ AT AI void k4_dprep(const int R, const uint8_t *blk, size_t ws, float da, k4dpre
   }
   const __m256 f = _mm256_setr_ps(da, 1, da, 1, da, 1, da, 1);
   A16_UNROLL for (int r = 0; r < R; r += 4) {  // d dmin of rows r .. r + 3
-    __m128i h = kbcast32(blk + (size_t)r * ws);
+    __m128i h = a16_bcast32(blk + (size_t)r * ws);
     A16_UNROLL for (int i = 1; i < 4; i++)
-        if (r + i < R) h = _mm_blend_epi32(h, kbcast32(blk + (size_t)(r + i) * ws), 1 << i);
+        if (r + i < R) h = _mm_blend_epi32(h, a16_bcast32(blk + (size_t)(r + i) * ws), 1 << i);
     _mm256_storeu_ps(p->dm + 2 * r, _mm256_mul_ps(_mm256_cvtph_ps(h), f));
   }
 }
@@ -474,9 +477,10 @@ AT AI void k16_dprep(const int type, const int R, const uint8_t *blk, size_t ws,
                      float *dd, float *mf) {
   const int off = k16_dword(type);
   A16_UNROLL for (int r = 0; r < R; r += 4) {  // rows r .. r + 3
-    __m128i h = kbcast32(blk + (size_t)r * ws + off);
+    __m128i h = a16_bcast32(blk + (size_t)r * ws + off);
     A16_UNROLL for (int i = 1; i < 4; i++)
-        if (r + i < R) h = _mm_blend_epi32(h, kbcast32(blk + (size_t)(r + i) * ws + off), 1 << i);
+        if (r + i < R)
+          h = _mm_blend_epi32(h, a16_bcast32(blk + (size_t)(r + i) * ws + off), 1 << i);
     const __m256 f = _mm256_cvtph_ps(h);  // row r + i: lanes 2 i, 2 i + 1
     const __m256 g = type == WK_Q2_K ? f : _mm256_mul_ps(f, _mm256_set1_ps((float)koffset(type)));
     float t[8], u[8];
@@ -494,8 +498,9 @@ AT AI void kdec16(const int type, const int R, const uint8_t *w, size_t ws, int6
                   const uint8_t *xq, float *y, size_t yr) {
   const int bytes = a16_k_bytes(type);
   const wk_act16k *act = (const wk_act16k *)xq;
-  __m256 acc[A16_MAXR];
-  A16_UNROLL for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
+  __m256 acc[A16_MAXR], acc2[A16_MAXR];  // acc2: kmins2's
+  A16_UNROLL for (int r = 0; r < R; r++) acc[r] = acc2[r] = _mm256_setzero_ps();
+  __m256 *const a2 = kmins2(type) ? acc2 : acc;
   for (int64_t b = 0; b < nb; b++) {
     const uint8_t *blk = w + (size_t)b * (size_t)bytes;
     const int8_t *q = (const int8_t *)xq + wk_act16_bytes(WK_ACT_A16K, nb, b);
@@ -523,10 +528,11 @@ AT AI void kdec16(const int type, const int R, const uint8_t *w, size_t ws, int6
       __m128i m = k16_scale_bytes(type, blk + (size_t)r * ws);
       if (type == WK_Q2_K) m = _mm_and_si128(_mm_srli_epi16(m, 4), _mm_set1_epi8(15));
       acc[r] = _mm256_fnmadd_ps(kmins(m, mf[r], type != WK_Q2_K), s0, acc[r]);
-      acc[r] = _mm256_fnmadd_ps(kmins(_mm_srli_si128(m, 8), mf[r], type != WK_Q2_K), s1, acc[r]);
+      a2[r] = _mm256_fnmadd_ps(kmins(_mm_srli_si128(m, 8), mf[r], type != WK_Q2_K), s1, a2[r]);
     }
   }
-  A16_UNROLL for (int r = 0; r < R; r++) y[(size_t)r * yr] = a16_hsum(acc[r]);
+  A16_UNROLL for (int r = 0; r < R; r++)
+      y[(size_t)r * yr] = a16_hsum(kmins2(type) ? _mm256_add_ps(acc[r], acc2[r]) : acc[r]);
 }
 
 // R rows x N tokens. Per super-block each output gets exact int32 lanes, a
@@ -536,7 +542,7 @@ AT AI void kdec16(const int type, const int R, const uint8_t *w, size_t ws, int6
 // hi bytes (then lo + 128 hi), several by pmaddwd of int16 codes x scales
 // with v, the same integers. Then, the same f32 operations either way:
 //   acc += float(lanes) * (d_w * d_a);  acc -= m * s_a per 16 values
-// (Q4_K, Q5_K: k4_min_term, per 32).
+// (Q4_K, Q5_K: k4_min_term, per 32; Q2_K: kmins2).
 AT AI void ktile(const int type, const int R, const int N, const uint8_t *w, size_t ws,
                  int64_t nb, const uint8_t *xq, size_t xs, float *y, size_t ys,
                  size_t yr) {
@@ -549,9 +555,9 @@ AT AI void ktile(const int type, const int R, const int N, const uint8_t *w, siz
     return;
   }
   const int bytes = a16_k_bytes(type), with_m = type != WK_IQ4_XS;
-  __m256 acc[A16_MAXR][A16_MAXN];
+  __m256 acc[A16_MAXR][A16_MAXN], acc2[A16_MAXR][A16_MAXN];  // acc2: kmins2's
   A16_UNROLL for (int r = 0; r < R; r++) A16_UNROLL for (int t = 0; t < N; t++)
-      acc[r][t] = _mm256_setzero_ps();
+      acc[r][t] = acc2[r][t] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; b++) {
     kprep p[A16_MAXR];
     const wk_act16k *a[A16_MAXN];
@@ -600,12 +606,14 @@ AT AI void ktile(const int type, const int R, const int N, const uint8_t *w, siz
         acc[r][t] = k4_min_term(acc[r][t], p[r].mf, k4_chunk_sums(a[t]), _mm256_set1_ps(p[r].dmin));
       } else if (with_m) {
         acc[r][t] = _mm256_fnmadd_ps(p[r].m0, _mm256_loadu_ps(a[t]->s), acc[r][t]);
-        acc[r][t] = _mm256_fnmadd_ps(p[r].m1, _mm256_loadu_ps(a[t]->s + 8), acc[r][t]);
+        __m256 *a2 = kmins2(type) ? &acc2[r][t] : &acc[r][t];
+        *a2 = _mm256_fnmadd_ps(p[r].m1, _mm256_loadu_ps(a[t]->s + 8), *a2);
       }
     }
   }
   A16_UNROLL for (int r = 0; r < R; r++) A16_UNROLL for (int t = 0; t < N; t++)
-      y[(size_t)t * ys + (size_t)r * yr] = a16_hsum(acc[r][t]);
+      y[(size_t)t * ys + (size_t)r * yr] =
+          a16_hsum(kmins2(type) ? _mm256_add_ps(acc[r][t], acc2[r][t]) : acc[r][t]);
 }
 
 // Register tiles: main rows x tokens, decode rows (3 for Q6_K's ktile loop

@@ -4,29 +4,34 @@
 // calls these only when cpuid reports AVX-512 F, BW, VL and VNNI (the file
 // also uses VBMI's vpermb, which the AVX-512 VNNI CPUs this runs on have).
 //
-// One token (the decode path): a super-block's 8 chunks of 32 values go as 4
-// pairs, chunks 2 m and 2 m + 1 in one 512-bit vector (bytes 0-31, 32-63),
-// against the activations' 64 lo and 64 hi bytes of the pair (contiguous in
-// the row: one load each, shared by the tile's rows). The products:
-//   Q2_K   code x scale (<= 3 x 15) looked up by vpermb in a per-row table of
-//          the 16 groups' 4 products, then vpdpbusd (unsigned byte x signed
-//          byte, 4 a lane, into int32) on lo and on hi: no int16 step;
-//   others pmaddubsw (codes x lo / hi) then vpdpwssd by the scales (the add
-//          folded into the multiply); Q3_K's high code bit by a byte mask
-//          (vptestmb, then one masked add); IQ4_XS's table by vpermb, v's
-//          sign onto the codes by one masked subtract.
-// Each int32 lane of a pair sums 4 consecutive values of one chunk (lanes
-// 0-7: chunk 2 m, 8-15: chunk 2 m + 1), so the two 256-bit halves added give
-// exactly the AVX2 kernels' 8 lanes (act16_avx2_k.c: lane l = values 4 l ..
-// 4 l + 3 of every chunk, scaled); the integers are exact, and the f32
-// operations after them are the AVX2 decode tiles', in the same order:
+// One token (the decode path), three tiles:
+//
+// Q3_K, Q6_K (zdec): a super-block's 8 chunks of 32 values go as 4 pairs,
+// chunks 2 m and 2 m + 1 in one 512-bit vector (bytes 0-31, 32-63), against
+// the activations' 64 lo and 64 hi bytes of the pair (contiguous in the row:
+// one load each, shared by the tile's rows): pmaddubsw (codes x lo / hi) then
+// vpdpwssd by the scales (the add folded into the multiply); Q3_K's high code
+// bit by a byte mask (vptestmb, then one masked add). Each int32 lane of a
+// pair sums 4 consecutive values of one chunk (lanes 0-7: chunk 2 m, 8-15:
+// chunk 2 m + 1), so the two 256-bit halves added give exactly the AVX2
+// kernels' 8 lanes (act16_avx2_k.c: lane l = values 4 l .. 4 l + 3 of every
+// chunk, scaled); the integers are exact, and the f32 operations after them
+// are the AVX2 decode tiles', in the same order:
 //   acc += float(lo + 128 hi) * (d_w * d_a)       (Q6_K: per half super-block)
-//   acc -= m * s_a per 16 values                  (Q2_K, Q3_K, Q6_K)
+//   acc -= m * s_a per 16 values
 // summed across lanes at the end by a16_hsum, so the results are the AVX2
-// level's bit for bit. Bounds: Q2_K's vpdpbusd lanes sum 8 x 4 x 45 x 127 (lo
-// or hi), < 2^18; pmaddubsw lanes stay below 2^15 as in the AVX2 kernels
-// (same operands); vpdpwssd wraps like pmaddwd + paddd, and the combined lane
-// is exact (the AVX2 file's bounds).
+// level's bit for bit.
+//
+// Q2_K (zq2dec): pshufb tables of code x scale, vpdpbusd, pairs of chunks p
+// and p + 4, and one 16-lane f32 accumulator a row: the AVX2 level's kmins2
+// order (see the Q2_K section).
+//
+// IQ4_XS (yiq4dec): 256-bit vectors, a chunk at a time, the AVX2 decode
+// tile's integers and f32 steps (see the IQ4_XS section).
+//
+// Bounds: pmaddubsw lanes stay below 2^15 as in the AVX2 kernels (same
+// operands); vpdpwssd wraps like pmaddwd + paddd, and the combined lane is
+// exact (the AVX2 file's bounds); Q2_K's vpdpbusd lanes below.
 //
 // Several tokens: four or more go to the AVX2 level's gemm (its tiles widen
 // the codes to int16 once per row); one to three run this file's decode tile
@@ -34,13 +39,15 @@
 //
 // Cost on Zen 4 (L2-resident rows, one thread): a 512-bit multiply or
 // shuffle takes a 256-bit pipe two cycles, and the byte multiplies (vpdpbusd,
-// pmaddubsw, vpdpwssd) share two pipes with the f32 FMAs, so what pays is
-// fewer operations, not width: Q2_K's table saves the scale multiply (8
-// vpdpbusd a super-block and row where AVX2 runs 32 multiplies), Q6_K's pair
-// of chunks loads as one vector. For Q4_K and Q5_K (one scale per 32 values,
-// already cheap in AVX2's kdec, which broadcasts each chunk's scale from
-// memory) the pair layout's scale shuffle and wider decode cost more than
-// they save: 15.8-17.6 GB/s against AVX2's 17.6-19.9.
+// pmaddubsw, vpdpwssd) share two pipes with the f32 FMAs (and, measured, with
+// vpternlog, merge-masked byte ops, vptestmb and vpmovb2m), while broadcasts
+// of 128 or 256 bits from memory, vinserti64x4 and vpermb/vpshufb take the
+// shuffle pipes; a 32- or 16-bit broadcast from memory (vpbroadcastd/w) and
+// a 128-bit one into a 256-bit register (VEX vbroadcasti128) take none. So
+// what pays is fewer operations, not width. For Q4_K and Q5_K (one scale
+// per 32 values, already cheap in AVX2's kdec, which broadcasts each chunk's
+// scale from memory) the pair layout's scale shuffle and wider decode cost
+// more than they save: 15.8-17.6 GB/s against AVX2's 17.6-19.9.
 #define AT                                                                            \
   __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni," \
                          "avx512vbmi")))
@@ -75,14 +82,9 @@ AT AI __m512i zscales16(__m512i s, int m) {
   return _mm512_permutexvar_epi16(Z_WORDS(4 * m, 4 * m + 1, 4 * m + 2, 4 * m + 3), s);
 }
 
-// The same for 32-value sub-blocks (8 scales as words): chunk 2 m + w / 16.
-AT AI __m512i zscales32(__m512i s, int m) {
-  return _mm512_permutexvar_epi16(Z_WORDS(2 * m, 2 * m, 2 * m + 1, 2 * m + 1), s);
-}
-
 // Bits [2 t, 2 t + 2) of every byte of the 32 bytes at p for chunk 2 m
-// (t = 2 (m % 2)) and [2 t + 2, 2 t + 4) for chunk 2 m + 1: the 2-bit codes
-// of Q2_K and Q3_K (chunk j: bits 2 (j % 4) of byte l of its 32 bytes).
+// (t = 2 (m % 2)) and [2 t + 2, 2 t + 4) for chunk 2 m + 1: Q3_K's 2-bit
+// codes (chunk j: bits 2 (j % 4) of byte l of its 32 bytes).
 AT AI __m512i zbits2(const uint8_t *p, int m) {
   const int t = 4 * (m & 1);
   return _mm512_srlv_epi16(zbcast32(p), Z_WORDS(t, t, t + 2, t + 2));
@@ -94,38 +96,7 @@ AT AI __mmask64 zbit(__m512i x, int m) {
   return _mm512_test_epi8_mask(x, Z_BYTES(1 << 2 * m, 1 << 2 * m, 2 << 2 * m, 2 << 2 * m));
 }
 
-// ---- Q2_K ---------------------------------------------------------------------
-//
-// Per row and super-block, a 64-byte table: byte 4 g + c = c x scale_g (the
-// 16 groups' 4-bit scales, codes 0..3: at most 45). vpermb by 4 g + c then
-// gives a pair's code x scale bytes: the codes' index bytes take 4 g from a
-// constant in the same ternary-logic op that masks them.
-AT AI __m512i q2_table(const uint8_t *b) {
-  const __m128i sc = _mm_and_si128(a16_load128(b), _mm_set1_epi8(15));
-  // word w: scale w / 2 (low byte), 0 (high byte)
-  const __m512i idx = _mm512_set_epi32(Z_B4(15), Z_B4(14), Z_B4(13), Z_B4(12), Z_B4(11),
-                                       Z_B4(10), Z_B4(9), Z_B4(8), Z_B4(7), Z_B4(6), Z_B4(5),
-                                       Z_B4(4), Z_B4(3), Z_B4(2), Z_B4(1), Z_B4(0));
-  const __m512i s = _mm512_maskz_permutexvar_epi8(0x5555555555555555ull, idx,
-                                                  _mm512_castsi128_si512(sc));
-  // x (0, 1) in even words, x (2, 3) in odd words: one byte each, no carry
-  return _mm512_mullo_epi16(s, _mm512_set1_epi32(256 | (2 + 3 * 256) << 16));
-}
-
-AT AI void q2_pair(const uint8_t *b, __m512i tab, int m, __m512i xl, __m512i xh, __m512i *lo,
-                   __m512i *hi) {
-  const __m512i g = Z_BYTES(16 * m, 16 * m + 4, 16 * m + 8, 16 * m + 12);
-  // (bits & 3) | 4 g
-  const __m512i idx =
-      _mm512_ternarylogic_epi32(zbits2(b + 16 + 32 * (m >> 1), m), _mm512_set1_epi8(3), g, 0xea);
-  const __m512i cs = _mm512_permutexvar_epi8(idx, tab);
-  *lo = _mm512_dpbusd_epi32(*lo, cs, xl);
-  *hi = _mm512_dpbusd_epi32(*hi, cs, xh);
-}
-
-// ---- scale decoders (the layouts: act16_avx2_k.c's kprep_block) --------------
-
-// ---- the codes of pair m (chunks 2 m, 2 m + 1), unsigned bytes --------------
+// ---- Q3_K, Q6_K: the codes of pair m (chunks 2 m, 2 m + 1), unsigned bytes ----
 
 AT AI __m512i zcodes(const int type, const uint8_t *b, int m, __m512i hbits) {
   const __m512i m15 = _mm512_set1_epi8(15);
@@ -147,16 +118,6 @@ AT AI __m512i zcodes(const int type, const uint8_t *b, int m, __m512i hbits) {
   }
 }
 
-// IQ4_XS pair m: the table values (signed) of the low nibbles of qs[16 j + l]
-// then the high ones, for j = 2 m, 2 m + 1; tab: the 16 values in every
-// 128-bit lane (vpermb reads 6 index bits: the 2 above the nibble pick a
-// copy).
-AT AI __m512i zcodes_iq4(const uint8_t *b, int m, __m512i tab) {
-  const __m512i x = _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(b + 8 + 32 * m)));
-  const __m512i y = _mm512_permutexvar_epi64(_mm512_set_epi64(3, 2, 3, 2, 1, 0, 1, 0), x);
-  return _mm512_permutexvar_epi8(_mm512_srlv_epi16(y, Z_WORDS(0, 4, 0, 4)), tab);
-}
-
 // The high 8 f32 of v (AVX-512 F alone: no DQ).
 AT AI __m256 zhigh(__m512 v) {
   return _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
@@ -173,10 +134,9 @@ AT AI __m256i zcombine(__m512i lo, __m512i hi) {
 }
 
 // A super-block's activations for the tile's rows: per pair the 64 lo and 64
-// hi bytes (IQ4_XS: |lo| and |hi|, and where v < 0).
+// hi bytes.
 typedef struct zact {
   __m512i xl[4], xh[4];
-  __mmask64 neg[4];
   const wk_act16k *a;
 } zact;
 
@@ -185,43 +145,27 @@ typedef struct zact {
 // independent work sits side by side in the instruction stream: one row's
 // chain of dependent operations alone left the core waiting).
 typedef struct zrowst {
-  __m512i s;      // Q2_K: the product table; others: the scales as words
+  __m128i sc;     // the 16 scales (int8)
+  __m512i s;      // the scales as words
   __m512i hbits;  // Q3_K: hmask (both halves)
   __m512i lo, hi, half;
 } zrowst;
 
 AT AI void zstart(const int type, const uint8_t *b, zrowst *st) {
   st->lo = st->hi = st->half = st->hbits = _mm512_setzero_si512();
-  switch (type) {
-    case WK_Q2_K: st->s = q2_table(b); break;
-    case WK_Q3_K:
-      st->s = _mm512_castsi256_si512(_mm256_cvtepi8_epi16(a16_scales_q3(b + 96)));
-      st->hbits = zbcast32(b);
-      break;
-    case WK_Q6_K: st->s = _mm512_castsi256_si512(_mm256_cvtepi8_epi16(a16_load128(b + 192))); break;
-    default: st->s = _mm512_castsi128_si512(a16_scales_iq4xs(b)); break;  // WK_IQ4_XS
-  }
+  st->sc = type == WK_Q3_K ? a16_scales_q3(b + 96) : a16_load128(b + 192);  // Q6_K
+  st->s = _mm512_castsi256_si512(_mm256_cvtepi8_epi16(st->sc));
+  if (type == WK_Q3_K) st->hbits = zbcast32(b);
 }
 
 AT AI void zpair(const int type, const uint8_t *b, int m, const zact *x, zrowst *st) {
-  if (type == WK_Q2_K) {
-    q2_pair(b, st->s, m, x->xl[m], x->xh[m], &st->lo, &st->hi);
-  } else if (type == WK_IQ4_XS) {
-    const __m512i tab = _mm512_broadcast_i32x4(a16_load128(wk_kern_iq4nl_values));
-    __m512i c = zcodes_iq4(b, m, tab);
-    c = _mm512_mask_sub_epi8(c, x->neg[m], _mm512_setzero_si512(), c);  // v's sign
-    const __m512i sm = zscales32(st->s, m);
-    st->lo = _mm512_dpwssd_epi32(st->lo, _mm512_maddubs_epi16(x->xl[m], c), sm);
-    st->hi = _mm512_dpwssd_epi32(st->hi, _mm512_maddubs_epi16(x->xh[m], c), sm);
-  } else {
-    const __m512i c = zcodes(type, b, m, st->hbits);
-    const __m512i sm = zscales16(st->s, m);
-    st->lo = _mm512_dpwssd_epi32(st->lo, _mm512_maddubs_epi16(c, x->xl[m]), sm);
-    st->hi = _mm512_dpwssd_epi32(st->hi, _mm512_maddubs_epi16(c, x->xh[m]), sm);
-    if (type == WK_Q6_K && m == 1) {  // exact per half super-block
-      st->half = _mm512_add_epi32(st->lo, _mm512_slli_epi32(st->hi, 7));
-      st->lo = st->hi = _mm512_setzero_si512();
-    }
+  const __m512i c = zcodes(type, b, m, st->hbits);
+  const __m512i sm = zscales16(st->s, m);
+  st->lo = _mm512_dpwssd_epi32(st->lo, _mm512_maddubs_epi16(c, x->xl[m]), sm);
+  st->hi = _mm512_dpwssd_epi32(st->hi, _mm512_maddubs_epi16(c, x->xh[m]), sm);
+  if (type == WK_Q6_K && m == 1) {  // exact per half super-block
+    st->half = _mm512_add_epi32(st->lo, _mm512_slli_epi32(st->hi, 7));
+    st->lo = st->hi = _mm512_setzero_si512();
   }
   Z_KEEP(st->lo);
   Z_KEEP(st->hi);
@@ -234,7 +178,7 @@ AT AI void zpair(const int type, const uint8_t *b, int m, const zact *x, zrowst 
 typedef struct zterms {
   __m256i sum, half;  // lanes lo + 128 hi (Q6_K: second half; half: first)
   __m256 dd;          // d_w * d_a
-  __m256 m0, m1;      // Q2_K, Q3_K, Q6_K: the groups' m (groups 0-7, 8-15)
+  __m256 m0, m1;      // the groups' m (groups 0-7, 8-15): d * offset * scale
   const float *s;     // the activations' 16 group sums (d_a * sum v)
 } zterms;
 
@@ -243,49 +187,29 @@ AT AI void zterms_make(const int type, const uint8_t *b, const zact *x, const zr
   const float da = x->a->d;
   t->sum = zcombine(st->lo, st->hi);
   t->s = x->a->s;
-  switch (type) {
-    case WK_Q2_K:
-    case WK_Q3_K:
-    case WK_Q6_K: {
-      const int dof = type == WK_Q2_K ? 80 : type == WK_Q3_K ? 108 : 208;
-      const float d = a16_f16(b + dof);
-      t->dd = _mm256_set1_ps(d * da);
-      __m512 mins;  // per group: dmin * min, or d * offset * scale
-      if (type == WK_Q2_K) {
-        const __m128i m = _mm_and_si128(_mm_srli_epi16(a16_load128(b), 4), _mm_set1_epi8(15));
-        mins = _mm512_mul_ps(_mm512_set1_ps(a16_f16(b + 82)),
-                             _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(m)));
-      } else {
-        const __m128i sc = type == WK_Q3_K ? a16_scales_q3(b + 96) : a16_load128(b + 192);
-        mins = _mm512_mul_ps(_mm512_set1_ps(d * (type == WK_Q3_K ? 4.0f : 32.0f)),
-                             _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(sc)));
-      }
-      t->m0 = _mm512_castps512_ps256(mins);
-      t->m1 = zhigh(mins);
-      if (type == WK_Q6_K) t->half = zfold(st->half);
-      break;
-    }
-    default:  // WK_IQ4_XS
-      t->dd = _mm256_set1_ps(a16_f16(b) * da);
-      break;
-  }
+  const float d = a16_f16(b + (type == WK_Q3_K ? 108 : 208));
+  t->dd = _mm256_set1_ps(d * da);
+  // per group: d * offset * scale (the scales zstart decoded)
+  const __m512 mins = _mm512_mul_ps(_mm512_set1_ps(d * (type == WK_Q3_K ? 4.0f : 32.0f)),
+                                    _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(st->sc)));
+  t->m0 = _mm512_castps512_ps256(mins);
+  t->m1 = zhigh(mins);
+  if (type == WK_Q6_K) t->half = zfold(st->half);
 }
 
 // The AVX2 decode tiles' f32 operations, in their order.
 AT AI void zapply(const int type, const zterms *t, __m256 *acc) {
   if (type == WK_Q6_K) *acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(t->half), t->dd, *acc);
   *acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(t->sum), t->dd, *acc);
-  if (type != WK_IQ4_XS) {
-    *acc = _mm256_fnmadd_ps(t->m0, _mm256_loadu_ps(t->s), *acc);
-    *acc = _mm256_fnmadd_ps(t->m1, _mm256_loadu_ps(t->s + 8), *acc);
-  }
+  *acc = _mm256_fnmadd_ps(t->m0, _mm256_loadu_ps(t->s), *acc);
+  *acc = _mm256_fnmadd_ps(t->m1, _mm256_loadu_ps(t->s + 8), *acc);
 }
 
 // As the AVX2 decode tiles: each row's super-block KPF bytes ahead is
 // prefetched (each cache line) when its current one starts.
 #define ZPF 768
 
-// R rows (w, w + ws, ...) x one token; y[r * yr].
+// Q3_K, Q6_K: R rows (w, w + ws, ...) x one token; y[r * yr].
 AT AI void zdec(const int type, const int R, const uint8_t *w, size_t ws, int64_t nb,
                 const uint8_t *xq, float *y, size_t yr) {
   const int bytes = a16_k_bytes(type);
@@ -299,19 +223,10 @@ AT AI void zdec(const int type, const int R, const uint8_t *w, size_t ws, int64_
         _mm_prefetch((const char *)blk + (size_t)r * ws + ZPF + o, _MM_HINT_T0);
     zact x;
     x.a = &act[b];
-    if (type == WK_IQ4_XS) {  // |lo| at 0, |hi| at 256, sign at 512
-      const uint8_t *e = xq + wk_act16k_sign_bytes(nb, b);
-      A16_UNROLL for (int m = 0; m < 4; m++) {
-        x.xl[m] = zload(e + 64 * m);
-        x.xh[m] = zload(e + 256 + 64 * m);
-        x.neg[m] = _mm512_movepi8_mask(zload(e + 512 + 64 * m));
-      }
-    } else {
-      const uint8_t *q = xq + wk_act16_bytes(WK_ACT_A16K, nb, b);
-      A16_UNROLL for (int m = 0; m < 4; m++) {
-        x.xl[m] = zload(q + 64 * m);
-        x.xh[m] = zload(q + 256 + 64 * m);
-      }
+    const uint8_t *q = xq + wk_act16_bytes(WK_ACT_A16K, nb, b);
+    A16_UNROLL for (int m = 0; m < 4; m++) {
+      x.xl[m] = zload(q + 64 * m);
+      x.xh[m] = zload(q + 256 + 64 * m);
     }
     zrowst st[A16_MAXR];
     A16_UNROLL for (int r = 0; r < R; r++) zstart(type, blk + (size_t)r * ws, &st[r]);
@@ -322,6 +237,237 @@ AT AI void zdec(const int type, const int R, const uint8_t *w, size_t ws, int64_
   }
   if (nb > 0) A16_UNROLL for (int r = 0; r < R; r++) zapply(type, &t[r], &acc[r]);
   A16_UNROLL for (int r = 0; r < R; r++) y[(size_t)r * yr] = a16_hsum(acc[r]);
+}
+
+// ---- Q2_K ---------------------------------------------------------------------
+//
+// Pair p (0-3) of a super-block is chunks p and p + 4 (bytes 0-31, 32-63):
+// chunk p's 2-bit codes are bits 2 p of qs[l], chunk p + 4's bits 2 p of
+// qs[32 + l], so the 64 qs bytes as they lie give every pair's codes by one
+// and, and one shift for two pairs: pair 0: Q & 3, 1: Q & 12, 2: (Q >> 4) & 3,
+// 3: (Q >> 4) & 12 (Q >> 4 in 16-bit lanes: the bits that come down from the
+// next byte fall outside the masks). The activations of a pair are the
+// chunks' 32 lo (hi) bytes put together by one vinserti64x4, once per
+// super-block for the tile's rows. The codes index, by vpshufb, per row and
+// super-block two tables of code x scale (4-bit scales: at most 45), each
+// 128-bit lane L holding the products of the 16-value group that lane L of
+// the pair covers: group ga = 2 p + L % 2 + 8 (L / 2) at entries 1, 2, 3 for
+// pairs 0 and 2 (codes c at entry c), the group of pair 1 or 3 at entries 4,
+// 8, 12 (code c at 4 c); entry 0 (code 0) is 0 for both. Then one vpdpbusd
+// for the lo and one for the hi bytes: a lane sums 4 products of at most 45
+// x 127, over 4 pairs at most 91440, so lo + 128 hi stays below 2^24.
+//
+// The f32 steps: the pair lanes folded to the AVX2 kernels' 8 (their lanes
+// 0-7: chunks 0-3, 8-15: chunks 4-7, added), then one 16-lane accumulator a
+// row, the 8 lanes in its lanes 0-7 (8-15 get 0) and the 16 groups' terms in
+// lanes 0-15:
+//   acc += float(lo + 128 hi) * (d_w * d_a);  acc -= (dmin * min_g) * s_a[g]
+// the AVX2 level's kmins2 order (act16_avx2_k.c; there groups 8-15 go to a
+// second accumulator), one 512-bit multiply and FMA for the groups where
+// the former order took two halves (an extract and two more FMAs). Keeping
+// all 16 lanes, unfolded, measured 20.0 cycles a row and super-block against
+// this 21.2 (L2-resident rows, one thread), but the AVX2 level then has to
+// convert and scale two 8-lane halves: its decode tile 5% and its
+// multi-token tiles 6% slower. Against the pairs of chunks 2 m and 2 m + 1
+// with a 64-entry vpermb table (index code | 4 g: a shift, a vpternlog and a
+// vpermb a pair, and two broadcast loads a row) and the former f32 order,
+// this runs 24.0 -> 21.2 cycles.
+// Rows of a tile go pair by pair (their chains of 4 vpdpbusd side by side);
+// 4 rows measured best (3: 4% slower).
+
+// The tables' vpermb index: words 0, 1 take the scale of group ga, words 2, 4,
+// 6 that of gb (a byte each; the mask below zeroes the other bytes).
+#define ZQ2_LANE(ga, gb) 0, 0, 0, gb, 0, 0, 0, gb, 0, 0, 0, gb, 0, ga, 0, ga
+#define ZQ2_IDX(ga0, ga1, ga2, ga3, gb0, gb1, gb2, gb3) \
+  _mm512_set_epi8(ZQ2_LANE(ga3, gb3), ZQ2_LANE(ga2, gb2), ZQ2_LANE(ga1, gb1), ZQ2_LANE(ga0, gb0))
+
+// A pshufb table from the 16 scales (bytes of sc): per lane, word 0 = (0,
+// s_a), word 1 = (2 s_a, 3 s_a), words 2, 4, 6 = (s_b, 2 s_b, 3 s_b) in
+// their low bytes (the products fit a byte: no carry into the high one).
+AT AI __m512i zq2_table(__m128i sc, const __m512i idx) {
+  const __m512i s =
+      _mm512_maskz_permutexvar_epi8(0x1115111511151115ull, idx, _mm512_castsi128_si512(sc));
+  const __m512i mul = _mm512_set_epi16(0, 3, 0, 2, 0, 1, 770, 256, 0, 3, 0, 2, 0, 1, 770, 256,
+                                       0, 3, 0, 2, 0, 1, 770, 256, 0, 3, 0, 2, 0, 1, 770, 256);
+  return _mm512_mullo_epi16(s, mul);
+}
+
+// 32 bytes at a, then 32 at b.
+AT AI __m512i zjoin(const uint8_t *a, const uint8_t *b) {
+  return _mm512_inserti64x4(zload(a), _mm256_loadu_si256((const __m256i *)b), 1);
+}
+
+// The f32 whose bits are at p, in all 16 lanes (vpbroadcastd from memory
+// takes no vector pipe; GCC keeps such values in a register and broadcasts
+// by a shuffle).
+AT AI __m512 zbcast_f32(const int32_t *p) {
+  __m512i v;
+  __asm__("vpbroadcastd %1, %0" : "=v"(v) : "m"(*p));
+  return _mm512_castsi512_ps(v);
+}
+
+AT AI void zq2dec(const int R, const uint8_t *w, size_t ws, int64_t nb, const uint8_t *xq,
+                  float *y, size_t yr) {
+  const wk_act16k *act = (const wk_act16k *)xq;
+  __m512 acc[A16_MAXR];
+  A16_UNROLL for (int r = 0; r < R; r++) acc[r] = _mm512_setzero_ps();
+  const __m512i i01 = ZQ2_IDX(0, 1, 8, 9, 2, 3, 10, 11), i23 = ZQ2_IDX(4, 5, 12, 13, 6, 7, 14, 15);
+  const __m512i m3 = _mm512_set1_epi8(3), mc = _mm512_set1_epi8(12);
+  for (int64_t b = 0; b < nb; b++) {
+    const uint8_t *blk = w + (size_t)b * 84;
+    A16_UNROLL for (int r = 0; r < R; r++) {
+      _mm_prefetch((const char *)blk + (size_t)r * ws + ZPF, _MM_HINT_T0);
+      _mm_prefetch((const char *)blk + (size_t)r * ws + ZPF + 64, _MM_HINT_T0);
+    }
+    const uint8_t *q = xq + wk_act16_bytes(WK_ACT_A16K, nb, b);
+    __m512i xl[4], xh[4];  // pair p: chunks p and p + 4
+    A16_UNROLL for (int p = 0; p < 4; p++) {
+      xl[p] = zjoin(q + 32 * p, q + 128 + 32 * p);
+      xh[p] = zjoin(q + 256 + 32 * p, q + 384 + 32 * p);
+    }
+    // d_w * d_a at 2 r, dmin / 16 at 2 r + 1 (f32 bits), from the dwords
+    // (d, dmin) of 4 rows at a time
+    int32_t dm[2 * A16_MAXR];
+    const float da = act[b].d;
+    const __m256 f = _mm256_setr_ps(da, 0.0625f, da, 0.0625f, da, 0.0625f, da, 0.0625f);
+    A16_UNROLL for (int r = 0; r < R; r += 4) {
+      __m128i h = a16_bcast32(blk + (size_t)r * ws + 80);
+      A16_UNROLL for (int i = 1; i < 4; i++)
+        if (r + i < R) h = _mm_blend_epi32(h, a16_bcast32(blk + (size_t)(r + i) * ws + 80), 1 << i);
+      const __m256 v = _mm256_mul_ps(_mm256_cvtph_ps(h), f);
+      _mm256_storeu_si256((__m256i *)(dm + 2 * r), _mm256_castps_si256(v));
+    }
+    __m512i t01[A16_MAXR], t23[A16_MAXR], lo[A16_MAXR], hi[A16_MAXR];
+    A16_UNROLL for (int r = 0; r < R; r++) {
+      const __m128i sc = _mm_and_si128(a16_load128(blk + (size_t)r * ws), _mm_set1_epi8(15));
+      t01[r] = zq2_table(sc, i01);
+      t23[r] = zq2_table(sc, i23);
+      lo[r] = hi[r] = _mm512_setzero_si512();
+    }
+    A16_UNROLL for (int p = 0; p < 4; p++) A16_UNROLL for (int r = 0; r < R; r++) {
+      __m512i c = zload(blk + (size_t)r * ws + 16);
+      if (p >= 2) c = _mm512_srli_epi16(c, 4);
+      c = _mm512_shuffle_epi8(p < 2 ? t01[r] : t23[r], _mm512_and_si512(c, p & 1 ? mc : m3));
+      lo[r] = _mm512_dpbusd_epi32(lo[r], c, xl[p]);
+      hi[r] = _mm512_dpbusd_epi32(hi[r], c, xh[p]);
+      Z_KEEP(lo[r]);
+      Z_KEEP(hi[r]);
+    }
+    const __m512 s16 = _mm512_loadu_ps(act[b].s);
+    A16_UNROLL for (int r = 0; r < R; r++) {
+      // lanes 0-7: the AVX2 kernels' 8 lanes; 8-15: 0, so that they take
+      // 0 * dd = +-0, which leaves them as they are (a lane that starts at +0
+      // and only takes fnmadd never holds -0)
+      const __m512 x = _mm512_zextps256_ps512(_mm256_cvtepi32_ps(zcombine(lo[r], hi[r])));
+      acc[r] = _mm512_fmadd_ps(x, zbcast_f32(&dm[2 * r]), acc[r]);
+      // dmin * min: (16 min) * (dmin / 16), both exact, so the same f32 as the
+      // AVX2 level's dmin * min (the and keeps the min's nibble, times 16)
+      const __m128i m16 =
+          _mm_and_si128(a16_load128(blk + (size_t)r * ws), _mm_set1_epi8((char)0xf0));
+      const __m512 mf = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(m16)),
+                                      zbcast_f32(&dm[2 * r + 1]));
+      acc[r] = _mm512_fnmadd_ps(mf, s16, acc[r]);
+    }
+  }
+  A16_UNROLL for (int r = 0; r < R; r++)
+      y[(size_t)r * yr] = a16_hsum(_mm256_add_ps(_mm512_castps512_ps256(acc[r]), zhigh(acc[r])));
+}
+
+// ---- IQ4_XS ---------------------------------------------------------------------
+//
+// 256-bit vectors, a chunk at a time, as the AVX2 decode tile (kdec) with
+// what AVX-512 adds: the 16 bytes of a chunk's codes broadcast to both
+// 128-bit lanes (VEX vbroadcasti128 from memory: no vector pipe), shifted by
+// 0 / 4 in the lanes and looked up by vpermb in the table (values 0-15, then
+// 16-31, of the chunk), v's sign by psignb, pmaddubsw against |lo| and |hi|,
+// and vpdpwssd by the chunk's scale broadcast from memory (vpbroadcastw).
+// Per super-block the 8 scales and d of 4 rows decode in one 512-bit vector
+// (a row a 128-bit lane: its first 8 bytes, d, scales_h and scales_l) into
+// memory. The integers and f32 steps are kdec's. L2-resident rows, one
+// thread: 31.4 -> 26.9 cycles a row and super-block against this file's
+// pairs of chunks (whose shuffles of the codes and the scales, a vpermq and
+// a vpermw a pair, cost more than the wider vectors save); the per-row scale
+// decode alone, a row at a time, cost 4 cycles of those. 3 rows a tile (4
+// spill: 37 cycles).
+
+// The 8 bytes at p in every 64-bit lane.
+AT AI __m512i zbcast64(const uint8_t *p) {
+  long long v;
+  memcpy(&v, p, 8);
+  return _mm512_set1_epi64(v);
+}
+
+AT AI void yiq4dec(const int R, const uint8_t *w, size_t ws, int64_t nb, const uint8_t *xq,
+                   float *y, size_t yr) {
+  const wk_act16k *act = (const wk_act16k *)xq;
+  __m256 acc[A16_MAXR];
+  A16_UNROLL for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
+  const __m256i tab = _mm256_broadcastsi128_si256(a16_load128(wk_kern_iq4nl_values));
+  const __m256i nib = _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4);
+  for (int64_t b = 0; b < nb; b++) {
+    const uint8_t *blk = w + (size_t)b * 136;
+    A16_UNROLL for (int r = 0; r < R; r++) A16_UNROLL for (int o = 0; o < 136; o += 64)
+        _mm_prefetch((const char *)blk + (size_t)r * ws + ZPF + o, _MM_HINT_T0);
+    const uint8_t *e = xq + wk_act16k_sign_bytes(nb, b);  // |lo| at 0, |hi| at 256, sign at 512
+    int16_t sc[A16_MAXR + 3][8];  // row r, chunk j: its scale
+    int32_t dd[A16_MAXR + 3];     // row r: d_w * d_a (f32 bits)
+    A16_UNROLL for (int r = 0; r < R; r += 4) {  // rows r .. r + 3 (lane i: row r + i)
+      __m512i z = zbcast64(blk + (size_t)r * ws);
+      A16_UNROLL for (int i = 1; i < 4; i++) {
+        if (r + i >= R) break;
+        const __m512i zi = zbcast64(blk + (size_t)(r + i) * ws);
+        z = _mm512_mask_blend_epi64((__mmask8)(3 << 2 * i), z, zi);
+      }
+      // word k of a lane: scale k = nibble k of scales_l (bytes 4-7) | 2 bits
+      // at 2 k of scales_h (bytes 2-3) << 4, minus 32 (a16_scales_iq4xs)
+      const __m512i la = _mm512_set4_epi32(0x07060706, 0x07060706, 0x05040504, 0x05040504);
+      const __m512i ls = _mm512_set4_epi32(0x000c0008, 0x00040000, 0x000c0008, 0x00040000);
+      const __m512i hs = _mm512_set4_epi32(0x000e000c, 0x000a0008, 0x00060004, 0x00020000);
+      __m512i l4 = _mm512_srlv_epi16(_mm512_shuffle_epi8(z, la), ls);
+      __m512i h2 = _mm512_srlv_epi16(_mm512_shuffle_epi8(z, _mm512_set1_epi32(0x03020302)), hs);
+      l4 = _mm512_and_si512(l4, _mm512_set1_epi16(15));
+      h2 = _mm512_slli_epi16(_mm512_and_si512(h2, _mm512_set1_epi16(3)), 4);
+      const __m512i s = _mm512_or_si512(l4, h2);
+      _mm512_storeu_si512(sc[r], _mm512_sub_epi16(s, _mm512_set1_epi16(32)));
+      // word 0 of each lane: d
+      const __m128i d4 = _mm512_castsi512_si128(_mm512_permutexvar_epi16(
+          _mm512_zextsi128_si512(_mm_setr_epi16(0, 8, 16, 24, 0, 0, 0, 0)), z));
+      const __m128 d = _mm_mul_ps(_mm_cvtph_ps(d4), _mm_set1_ps(act[b].d));
+      _mm_storeu_si128((__m128i *)(dd + r), _mm_castps_si128(d));
+    }
+    __m256i lo[A16_MAXR], hi[A16_MAXR];
+    A16_UNROLL for (int r = 0; r < R; r++) lo[r] = hi[r] = _mm256_setzero_si256();
+    A16_UNROLL for (int j = 0; j < 8; j++) {
+      const __m256i sg = a16_load(e + 512 + 32 * j);
+      A16_UNROLL for (int r = 0; r < R; r++) {
+        __m256i x, s;
+        const __m128i *qs = (const __m128i *)(blk + (size_t)r * ws + 8 + 16 * j);
+        __asm__("vbroadcasti128 %1, %0" : "=x"(x) : "m"(*qs));
+        __asm__("vpbroadcastw %1, %0" : "=v"(s) : "m"(sc[r][j]));
+        const __m256i c =
+            _mm256_sign_epi8(_mm256_permutexvar_epi8(_mm256_srlv_epi32(x, nib), tab), sg);
+        lo[r] = _mm256_dpwssd_epi32(lo[r], _mm256_maddubs_epi16(a16_load(e + 32 * j), c), s);
+        hi[r] = _mm256_dpwssd_epi32(hi[r], _mm256_maddubs_epi16(a16_load(e + 256 + 32 * j), c), s);
+        Z_KEEP(lo[r]);
+        Z_KEEP(hi[r]);
+      }
+    }
+    A16_UNROLL for (int r = 0; r < R; r++) {
+      __m256i d;
+      __asm__("vpbroadcastd %1, %0" : "=v"(d) : "m"(dd[r]));
+      const __m256i x = _mm256_add_epi32(lo[r], _mm256_slli_epi32(hi[r], 7));
+      acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(x), _mm256_castsi256_ps(d), acc[r]);
+    }
+  }
+  A16_UNROLL for (int r = 0; r < R; r++) y[(size_t)r * yr] = a16_hsum(acc[r]);
+}
+
+// One type's one-token tile.
+AT AI void ztile(const int type, const int R, const uint8_t *w, size_t ws, int64_t nb,
+                 const uint8_t *xq, float *y, size_t yr) {
+  if (type == WK_Q2_K) zq2dec(R, w, ws, nb, xq, y, yr);
+  else if (type == WK_IQ4_XS) yiq4dec(R, w, ws, nb, xq, y, yr);
+  else zdec(type, R, w, ws, nb, xq, y, yr);
 }
 
 typedef void (*zdec_fn)(const uint8_t *w, size_t ws, int64_t nb, const uint8_t *xq, float *y,
@@ -340,11 +486,11 @@ static void zgemm1(zdec_fn dec, zdec_fn one, int dm, const uint8_t *w, size_t ws
 #define Z_TYPE(T, TYPE, DM)                                                                  \
   AT static void T##_zdec(const uint8_t *w, size_t ws, int64_t nb, const uint8_t *xq,        \
                           float *y, size_t yr) {                                             \
-    zdec(TYPE, DM, w, ws, nb, xq, y, yr);                                                    \
+    ztile(TYPE, DM, w, ws, nb, xq, y, yr);                                                   \
   }                                                                                          \
   AT static void T##_zone(const uint8_t *w, size_t ws, int64_t nb, const uint8_t *xq,        \
                           float *y, size_t yr) {                                             \
-    zdec(TYPE, 1, w, ws, nb, xq, y, yr);                                                     \
+    ztile(TYPE, 1, w, ws, nb, xq, y, yr);                                                    \
   }                                                                                          \
   static float T##_vec_dot(int64_t n, const void *w, const void *xq) {                      \
     float y;                                                                                 \
@@ -366,10 +512,10 @@ static void zgemm1(zdec_fn dec, zdec_fn one, int dm, const uint8_t *w, size_t ws
              y + (size_t)t * ys);                                                            \
   }
 
-Z_TYPE(q2_k, WK_Q2_K, 3)
+Z_TYPE(q2_k, WK_Q2_K, 4)
 Z_TYPE(q3_k, WK_Q3_K, 3)
 Z_TYPE(q6_k, WK_Q6_K, 3)
-Z_TYPE(iq4_xs, WK_IQ4_XS, 4)
+Z_TYPE(iq4_xs, WK_IQ4_XS, 3)
 
 int wk_act16_avx512_k_find(int type, wk_vec_dot_fn *dot, wk_gemm_fn *gemm) {
   static const wk_act16_row rows[] = {

@@ -68,6 +68,11 @@ AT AI __m256 a16_bf16(const uint8_t *p) {
   return _mm256_cvtph_ps(_mm_set1_epi16((short)a16_u16(p)));
 }
 
+// The 4 bytes at p in every dword (a broadcast load).
+AT AI __m128i a16_bcast32(const uint8_t *p) {
+  return _mm_castps_si128(_mm_broadcast_ss((const float *)p));
+}
+
 AT AI __m128i a16_ld32(const uint8_t *p) {
   uint32_t v;
   memcpy(&v, p, 4);
