@@ -26,21 +26,6 @@
 #include "wick.h"
 #include "test_util.h"
 
-static double rng_normal(uint64_t *s) {  // Box-Muller; never exactly zero in practice
-  double u = rng_uniform(s), v = rng_uniform(s);
-  double g = sqrt(-2.0 * log(u)) * cos(6.283185307179586 * v);
-  return g == 0 ? 1e-3 : g;
-}
-
-// Gaussian values whose spread changes every 32 (so block scales differ).
-static void fill_random(uint64_t *s, float *x, int64_t n) {
-  double spread = 1;
-  for (int64_t i = 0; i < n; i++) {
-    if (i % 32 == 0) spread = 0.25 + 3 * rng_uniform(s);
-    x[i] = (float)(spread * rng_normal(s));
-  }
-}
-
 static const int k_types[] = {
     WK_F32,  WK_F16,  WK_BF16, WK_Q4_0, WK_Q4_1,   WK_Q5_0,   WK_Q5_1,     WK_Q8_0,     WK_Q2_K,
     WK_Q3_K, WK_Q4_K, WK_Q5_K, WK_Q6_K, WK_IQ4_NL, WK_IQ4_XS, WK_FP8_E4M3, WK_FP8_E5M2,
@@ -103,7 +88,7 @@ static void check_size(const wk_kernel *kr, int64_t n, uint64_t *seed, stats *st
   float *tmp = malloc(sizeof(float) * n);
   float dots[TOKENS][ROWS];
   for (int r = 0; r < ROWS; r++) {
-    fill_random(seed, tmp, n);
+    fill_random(seed, tmp, n, 0);
     CHECK(wk_quantize_row(type, tmp, w + r * rb, n) == WICK_OK);
   }
   memset(xq, 0xa5, (xb + 64) * TOKENS);
@@ -111,7 +96,7 @@ static void check_size(const wk_kernel *kr, int64_t n, uint64_t *seed, stats *st
   CHECK(wk_kernel_pick(type, WK_LEVEL_SCALAR, &ks) == WICK_OK);
   uint8_t *xs = malloc(xb + 1);
   for (int t = 0; t < TOKENS; t++) {
-    fill_random(seed, x + t * n, n);
+    fill_random(seed, x + t * n, n, 0);
     kr->quantize_act(x + t * n, xq + t * (xb + 64), n);
     int intact = 1;
     for (int i = 0; i < 64; i++) intact &= xq[t * (xb + 64) + xb + i] == 0xa5;
@@ -185,11 +170,11 @@ static void check_gemm_shapes(const wk_kernel *kr, uint64_t *seed) {
   uint8_t *w = malloc(rb * max_rows), *xq = malloc(xb * max_tokens);
   float *x = malloc(sizeof(float) * n), *y = malloc(sizeof(float) * max_rows * max_tokens);
   for (int r = 0; r < max_rows; r++) {
-    fill_random(seed, x, n);
+    fill_random(seed, x, n, 0);
     CHECK(wk_quantize_row(kr->type, x, w + r * rb, n) == WICK_OK);
   }
   for (int t = 0; t < max_tokens; t++) {
-    fill_random(seed, x, n);
+    fill_random(seed, x, n, 0);
     kr->quantize_act(x, xq + t * xb, n);
   }
   int same = 1;

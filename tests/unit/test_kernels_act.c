@@ -41,19 +41,6 @@
 #include "wick.h"
 #include "test_util.h"
 
-static double rng_normal(uint64_t *s) {
-  double u = rng_uniform(s), v = rng_uniform(s);
-  return sqrt(-2.0 * log(u)) * cos(6.283185307179586 * v);
-}
-
-static void fill_random(uint64_t *s, float *x, int64_t n, int outliers) {
-  double spread = 1;
-  for (int64_t i = 0; i < n; i++) {
-    if (i % 32 == 0) spread = 0.25 + 3 * rng_uniform(s);
-    x[i] = (float)(spread * rng_normal(s));
-    if (outliers && rng_uniform(s) < 1.0 / 64) x[i] *= 40;
-  }
-}
 
 static const int k_types[] = {WK_Q4_0, WK_Q4_1, WK_Q5_0, WK_Q5_1, WK_Q8_0,   WK_IQ4_NL,
                               WK_Q2_K, WK_Q3_K, WK_Q4_K, WK_Q5_K, WK_Q6_K,   WK_IQ4_XS};

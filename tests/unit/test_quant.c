@@ -21,10 +21,6 @@
 #include "test_util.h"
 
 
-static double rng_normal(uint64_t *s) {  // Box-Muller
-  double u = rng_uniform(s), v = rng_uniform(s);
-  return sqrt(-2.0 * log(u + 1e-300)) * cos(6.283185307179586 * v);
-}
 
 // ---- known answers ---------------------------------------------------------
 

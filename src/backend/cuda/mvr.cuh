@@ -126,25 +126,8 @@ static __device__ __forceinline__ float mvr_round_x16(const float *__restrict__ 
   for (int i0 = 0; i0 < cols / 8; i0 += blockDim.x) {  // i0 uniform: every lane shuffles
     const int i = i0 + threadIdx.x;
     const bool ok = i < cols / 8;
-    float v[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
-    if (ok) {
-      const float4 *xp = (const float4 *)(x + 8 * i);
-      float4 a = __ldg(xp), b = __ldg(xp + 1);
-      v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w;
-      v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
-      if (nw) {
-        const float4 *np = (const float4 *)(nw + 8 * i);
-        float4 c = __ldg(np), e = __ldg(np + 1);
-        const float w8[8] = {c.x, c.y, c.z, c.w, e.x, e.y, e.z, e.w};
-#pragma unroll
-        for (int k = 0; k < 8; k++) ss += v[k] * v[k], v[k] *= w8[k];
-      }
-    }
-    float am = 0.0f;
-#pragma unroll
-    for (int k = 0; k < 8; k++) am = fmaxf(am, fabsf(v[k]));
-    am = fmaxf(am, __shfl_xor_sync(0xffffffffu, am, 1));
-    am = fmaxf(am, __shfl_xor_sync(0xffffffffu, am, 2));
+    float v[8];
+    const float am = mv_load8(x, nw, i, ok, v, &ss);
     const float inv = am > 0.0f ? 16383.0f / am : 0.0f;
     uint32_t lo[2], hi[2];
     int s = 0;
