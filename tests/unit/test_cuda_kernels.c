@@ -27,7 +27,7 @@ static const int k_types[] = {WK_F32,  WK_F16,  WK_BF16, WK_Q4_0, WK_Q4_1,     W
 
 // Types whose matrix-vector kernel rounds x to integers per 32 values
 // (paths 0, 2, 4 to 10; paths 1 and 3 keep x in f32 or f16).
-static int int8_x(int type, int path) {
+static int int_x(int type, int path) {
   if (path == 1 || path == 3) return 0;
   return type == WK_Q4_0 || type == WK_Q4_1 || type == WK_Q5_0 || type == WK_Q5_1 ||
          type == WK_Q8_0 || type == WK_Q4_K || type == WK_Q5_K || type == WK_Q6_K;
@@ -37,7 +37,7 @@ static int int8_x(int type, int path) {
 // / levels): 16383 for the register-streamed kernel (paths 6 to 10: 16-bit
 // x, mvr.cuh), 127 for the others (int8 x); 0 where x is not rounded.
 static double x_levels(int type, int path) {
-  if (!int8_x(type, path)) return 0;
+  if (!int_x(type, path)) return 0;
   return path >= 6 && path <= 10 ? 16383.0 : 127.0;
 }
 
@@ -529,14 +529,14 @@ int main(void) {
     test_matmul(t, 37, 14336, 1, 0);
     test_matmul(t, 19, fit_cols(t, 800), 2, 0);
     test_matmul(t, 29, 4096, 4, 3);
-    if (int8_x(t, 0)) test_glu(t, 45, 512, t == WK_Q4_K ? 3 : 1, t == WK_Q6_K, 0);
+    if (int_x(t, 0)) test_glu(t, 45, 512, t == WK_Q4_K ? 3 : 1, t == WK_Q6_K, 0);
     test_glu(t, 45, 512, t == WK_Q4_K ? 3 : 1, t == WK_Q6_K, 4);
     test_glu(t, 9000, 256, 1, 0, 4);
-    if (!int8_x(t, 0)) test_chain(t, 512, 2);
+    if (!int_x(t, 0)) test_chain(t, 512, 2);
     // RMSNorm folded into the streamed kernel (the default one of the
     // quantized types, path 4 for every type) after a dependent launch that
     // writes x, in a graph too; the fused gate/up kernel; v4 refuses it.
-    if (int8_x(t, 0)) {
+    if (int_x(t, 0)) {
       test_matmul_v(t, 67, 768, 1, 0, 1);
       test_matmul_v(t, 45, 4096, 3, 0, 2);
       test_glu_v(t, 45, 512, 2, 0, 0, 1);
@@ -552,7 +552,7 @@ int main(void) {
     // mod 16), one to several units a warp (17000 rows), 1 to 4 tokens,
     // gate/up with both activations, the folded norm (after a dependent
     // launch, and in a graph). F16, BF16 and FP8 keep x in f32 (the f32
-    // tolerance: int8_x is 0); F32 falls back to v4.
+    // tolerance: int_x is 0); F32 falls back to v4.
     test_matmul(t, 45, 768, 1, 6);
     if (reg_type(t)) {
       test_matmul(t, 37, 14336, 1, 6);

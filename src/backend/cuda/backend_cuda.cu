@@ -476,9 +476,13 @@ static int cuda_prepare(wk_backend *b, const wk_model *m, const wk_backend_param
   tot += align256(s->meta_ints * sizeof(int32_t));
   size_t cnt_n = s->c.attn_merge_off ? 0 : T * (size_t)m->n_kv_heads, cnt_off = tot;
   tot += align256(cnt_n * sizeof(unsigned));
-  // The batched products' int8 x, rounded once a token (mvr.cuh: k_mvr_prep).
+  // The batched products' 16-bit x, rounded once a token (mvr.cuh:
+  // k_mvr_prep): only blocks of several tokens of the quantized types read
+  // it, which take a token a block unless WICK_CUDA_NTOK16 says otherwise.
   const size_t pre_bytes =
-      cu_pre_bytes((int)(T < GRAPH_MAX_N ? T : GRAPH_MAX_N), (int)max_sz(wide, m->ffn_dim));
+      s->c.mv_ntok16 > 1
+          ? cu_pre_bytes((int)(T < GRAPH_MAX_N ? T : GRAPH_MAX_N), (int)max_sz(wide, m->ffn_dim))
+          : 0;
   size_t pre_off = tot;
   tot += align256(pre_bytes);
   s->ws_bytes = tot;
@@ -489,7 +493,7 @@ static int cuda_prepare(wk_backend *b, const wk_model *m, const wk_backend_param
   for (size_t i = 0; i < 11; i++) *fp[i] = (float *)(s->ws + f_off[i]);
   s->c.xh = (__half *)(s->ws + xh_off), s->c.xh_elems = xh_elems;
   s->c.wscratch = (__half *)(s->ws + wsc_off), s->c.wscratch_elems = wsc_elems;
-  s->c.xpre = (uint8_t *)(s->ws + pre_off), s->c.xpre_bytes = pre_bytes;
+  s->c.xpre = pre_bytes ? (uint8_t *)(s->ws + pre_off) : NULL, s->c.xpre_bytes = pre_bytes;
   // WICK_CUDA_XPRE=0: each block of the batched products rounds its tokens'
   // x itself (comparison).
   const char *xp = getenv("WICK_CUDA_XPRE");
