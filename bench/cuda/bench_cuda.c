@@ -2,7 +2,7 @@
 // libraries): machine ceilings, matrix-vector bandwidth per weight type, and
 // prefill/decode speed of a whole model through the backend contract.
 //   bench_cuda ceil
-//   bench_cuda matvec COPY_GBPS
+//   bench_cuda matvec COPY_GBPS [TYPES]  (TYPES: names joined by commas; default all)
 //   bench_cuda sweep COPY_GBPS          (shapes of the streamed matrix-vector kernel)
 //   bench_cuda dequant COPY_GBPS        (the GEMM path's dequantization to f16)
 //   bench_cuda rows COPY_GBPS           (the register kernel by row count, 4096 columns)
@@ -86,7 +86,15 @@ static void print_row(const char *what, int t, const char *suffix, double bytes,
   printf("RESULT %s %s %.1f %.1f %.1f %.1f\n", what, name, us[0], g0, us[1], g1);
 }
 
-static int bench_matvec(double copy_gbps) {
+// Whether name is one of the comma-separated names of list.
+static int name_listed(const char *list, const char *name) {
+  size_t n = strlen(name);
+  for (const char *p = list; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
+    if (!strncmp(p, name, n) && (p[n] == ',' || p[n] == 0)) return 1;
+  return 0;
+}
+
+static int bench_matvec(double copy_gbps, const char *only) {
   static const int types[] = {WK_F32,  WK_F16,  WK_BF16, WK_Q4_0, WK_Q4_1,     WK_Q5_0,    WK_Q5_1,
                               WK_Q8_0, WK_Q4_K, WK_Q5_K, WK_Q6_K, WK_FP8_E4M3, WK_FP8_E5M2};
   // The default kernels (int8 x, v5, for the quantized types; v4 for the
@@ -97,18 +105,21 @@ static int bench_matvec(double copy_gbps) {
   // format (4 lanes a super-block: Q4_K, Q5_K), without and with dependent
   // launch, and at its other shape (mvr_w4_cfg's ALT); FP8 E4M3 in 16-byte
   // pieces (mvr_fp8w.cuh) with dependent launch; the register kernel with
-  // dependent launch at 1 item in flight, and (FP8 only) 2, 3 and 5.
+  // dependent launch at 1 item in flight, and (FP8 only) 2, 3 and 5; the
+  // tensor-core kernel (mvt.cuh: Q4_K) at its shape and at 256 threads.
   static const cuda_mv_cfg cfg[] = {{0, 0, 0, 0, 0}, {1, 0, 0, 0, 0}, {2, 0, 0, 0, 0},
                                     {2, 1, 0, 0, 0}, {4, 0, 0, 0, 0}, {4, 1, 0, 0, 0},
                                     {4, 0, 1, 0, 0}, {4, 0, 2, 0, 0}, {4, 0, 3, 0, 0},
                                     {4, 0, 4, 0, 0}, {4, 1, 4, 0, 0}, {4, 0, 5, 0, 0},
                                     {4, 1, 6, 0, 0}, {4, 1, 1, 0, 0}, {4, 1, 7, 0, 0},
-                                    {4, 1, 8, 0, 0}, {4, 1, 9, 0, 0}};
+                                    {4, 1, 8, 0, 0}, {4, 1, 9, 0, 0}, {4, 1, 10, 0, 0},
+                                    {4, 1, 11, 0, 0}};
   static const char *cname[] = {"",     "/f32x",    "/stream",      "/stream+pdl",
                                 "/reg", "/reg+pdl", "/reg 1024/1/1", "/reg 512/2/1",
                                 "/reg 768/1/2", "/reg w4", "/reg w4+pdl", "/reg w4 alt",
                                 "/reg fp8w+pdl", "/reg 1024/1/1+pdl", "/reg 1024/1/2+pdl",
-                                "/reg 1024/1/3+pdl", "/reg 1024/1/5+pdl"};
+                                "/reg 1024/1/3+pdl", "/reg 1024/1/5+pdl", "/tc+pdl",
+                                "/tc 256+pdl"};
   enum { NC = sizeof cfg / sizeof cfg[0] };
   const int64_t A = 4096, B = 14336;
   wk_pool *pool = wk_pool_create((int)sysconf(_SC_NPROCESSORS_ONLN));
@@ -116,6 +127,7 @@ static int bench_matvec(double copy_gbps) {
          "%bw", "14336x4096", "us", "GB/s", "%bw");
   for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
     int t = types[i];
+    if (only && !name_listed(only, wk_type_get(t)->name)) continue;
     size_t bytes = wk_row_size(t, B) * A;  // same bytes either shape
     uint8_t *w = make_weights(pool, t, A, B);
     int quant = t != WK_F32 && t != WK_F16 && t != WK_BF16 && t != WK_FP8_E4M3 && t != WK_FP8_E5M2;
@@ -469,7 +481,8 @@ int main(int argc, char **argv) {
     printf("RESULT ceil %.1f %.1f\n", bw / 1e9, fl / 1e12);
     return 0;
   }
-  if (argc >= 3 && !strcmp(argv[1], "matvec")) return bench_matvec(atof(argv[2]));
+  if (argc >= 3 && !strcmp(argv[1], "matvec"))
+    return bench_matvec(atof(argv[2]), argc > 3 ? argv[3] : NULL);
   if (argc >= 3 && !strcmp(argv[1], "sweep")) return bench_sweep(atof(argv[2]));
   if (argc >= 3 && !strcmp(argv[1], "dequant")) return bench_dequant(atof(argv[2]));
   if (argc >= 3 && !strcmp(argv[1], "rows")) return bench_rows(atof(argv[2]));
@@ -491,6 +504,6 @@ int main(int argc, char **argv) {
     return bench_batch(argv[2], argc > 3 ? atoi(argv[3]) : 512, argc > 4 ? atoi(argv[4]) : 32, bs,
                        nbs);
   }
-  fprintf(stderr, "usage: bench_cuda ceil | matvec COPY_GBPS | sweep COPY_GBPS | dequant COPY_GBPS | rows COPY_GBPS | model FILE [prefill [chunk [decode]]] | batch FILE [ctx [steps [B...]]]\n");
+  fprintf(stderr, "usage: bench_cuda ceil | matvec COPY_GBPS [TYPES] | sweep COPY_GBPS | dequant COPY_GBPS | rows COPY_GBPS | model FILE [prefill [chunk [decode]]] | batch FILE [ctx [steps [B...]]]\n");
   return 2;
 }

@@ -7,7 +7,8 @@
 #   parity  CPU exact vs CUDA default kernels on the synthetic models (synth.sh) and
 #           the trimmed real models in models-trim/; again under each setting in PARITY_AB
 #   ceil    copy bandwidth and cuBLAS bf16 rate
-#   matvec  matrix-vector table, % of the copy bandwidth (bench_cuda matvec)
+#   matvec  matrix-vector table, % of the copy bandwidth (bench_cuda matvec; MV_TYPES:
+#           type names joined by commas, default all)
 #   sweep   the streamed kernels' block shapes (bench_cuda sweep $SWEEP; SWEEP v6 or v8)
 #   dequant the GEMM path's dequantization to f16 (bench_cuda dequant)
 #   rows    the register kernel by row count at 4096 columns (bench_cuda rows), again
@@ -163,7 +164,7 @@ if has ceil; then
 fi
 if has matvec; then
   say "== matrix-vector ($(since))"
-  timeout 150 $B/bench_cuda matvec "$BW" > "$OUT/matvec.log" 2>&1
+  timeout 150 $B/bench_cuda matvec "$BW" ${MV_TYPES:-} > "$OUT/matvec.log" 2>&1
   grep -v RESULT "$OUT/matvec.log" | tee -a "$LOG"
 fi
 if has dequant; then
@@ -259,7 +260,7 @@ fi
 [ -n "$REFB" ] && wait $REFB
 if has matvec && [ -x $B/bench_cuda_ref ]; then
   say "== matrix-vector, ref ($(since))"
-  timeout 150 $B/bench_cuda_ref matvec "$BW" > "$OUT/matvec-ref.log" 2>&1
+  timeout 150 $B/bench_cuda_ref matvec "$BW" ${MV_TYPES:-} > "$OUT/matvec-ref.log" 2>&1
   grep -v RESULT "$OUT/matvec-ref.log" | tee -a "$LOG"
 fi
 if [ -n "$STB" ]; then

@@ -34,11 +34,12 @@ static int int_x(int type, int path) {
 }
 
 // The largest integer of that rounding (x ~= d v, |v| <= levels, d = max|x|
-// / levels): 16383 for the register-streamed kernel (paths 6 to 10: 16-bit
-// x, mvr.cuh), 127 for the others (int8 x); 0 where x is not rounded.
+// / levels): 16383 for the register-streamed and tensor-core kernels (paths
+// 6 to 10, 12 and 13: 16-bit x, mvr.cuh, mvt.cuh), 127 for the others (int8
+// x); 0 where x is not rounded.
 static double x_levels(int type, int path) {
   if (!int_x(type, path)) return 0;
-  return path >= 6 && path <= 10 ? 16383.0 : 127.0;
+  return (path >= 6 && path <= 10) || path >= 12 ? 16383.0 : 127.0;
 }
 
 // Types the register-streamed kernel serves (path 6; mvr.cuh's mvr_has):
@@ -657,6 +658,29 @@ int main(void) {
       test_glu(t, 37, 1280, 5, 1, 10);
       test_glu(t, 43, 4096, 8, 0, 10);
       test_matmul_v(t, 19, 4096, 6, 10, 1);
+    }
+    // Q4_K and Q6_K: path 12 without the tensor-core kernel (mvt.cuh; path
+    // 6 takes it for 4 tokens or more since session 15: the batches above),
+    // path 13 with it for 1 to 3 tokens too (1 and 2 tokens a block): rows
+    // off the 16 of a warp, one to several units a block (17000, 9000
+    // rows), 1 to 56 super-blocks a row, rows at 2 mod 4 (Q6_K, 1280
+    // columns), gate/up with both activations, the folded norm, three
+    // matrices in one launch. (Path 12 for Q4_K: its 8-lane format past 8192
+    // columns, the wide one below.)
+    if (t == WK_Q4_K || t == WK_Q6_K) {
+      for (int p = 12; p <= 13; p++) {
+        test_matmul(t, 37, 14336, 1, p);
+        test_matmul(t, 45, 768, 1, p);
+        test_matmul(t, 17000, 256, 1, p);
+        test_matmul(t, 29, 4096, 3, p);
+        test_matmul(t, 33, 1280, 2, p);
+        test_glu(t, 43, 4096, 2, 1, p);
+        test_glu(t, 29, 12288, 1, 0, p);
+        test_glu(t, 9000, 256, 3, 0, p);
+        test_matmul_v(t, 19, 4096, 4, p, 2);
+        test_matmul_v(t, 45, 2048, 1, p, 1);
+        test_glu_v(t, 45, 1024, 1, 1, p, 1);
+      }
     }
     test_norm_refused(t, 3);
     test_embed(t, 50, 512);

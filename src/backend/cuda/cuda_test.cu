@@ -11,6 +11,7 @@
 #include "backend/cuda/internal.cuh"
 #include "backend/cuda/matvec.cuh"
 #include "backend/cuda/mvr.cuh"
+#include "backend/cuda/mvt.cuh"
 #include "backend/cuda/mvs.cuh"
 #include "backend/cuda/quant.cuh"
 
@@ -137,7 +138,8 @@ extern "C" int cuda_test_matmul(int type, const void *w, int rows, int cols, con
     TRY(cu_matvec(&b.c, &cw, dx, n, dt, 0.0f, err));
     TRY(cu_matvec(&b.c, &cw, dt, n, dy, 0.0f, err));
   } else {
-    b.c.mv_f32x = path == 3 ? MV_F32X : path == 4 ? MV_STREAM : path == 6 ? MV_REG : MV_INT8;
+    b.c.mv_f32x = path == 3 ? MV_F32X : path == 4 ? MV_STREAM : path == 6 || path == 12 || path == 13 ? MV_REG : MV_INT8;
+    b.c.mv_tc = path == 12 ? 0 : 3, b.c.mv_tc_min = path == 13 ? 1 : 4;
     TRY(cu_matvec(&b.c, &cw, dx, n, dy, 0.0f, err));
   }
   CK(cudaMemcpy(y, dy, sizeof(float) * n * rows, cudaMemcpyDeviceToHost));
@@ -165,7 +167,8 @@ extern "C" int cuda_test_matmul_norm(int type, const void *w, int rows, int cols
   b.c.xpre_bytes = cu_pre_bytes(n, cols);  // x rounded once for the batched products
   TRY(b.alloc(&b.c.xpre, b.c.xpre_bytes, err));
   b.c.pdl = b.c.pdl_v4 = 1;
-  b.c.mv_f32x = path == 3 ? MV_F32X : path == 4 ? MV_STREAM : path == 6 ? MV_REG : MV_INT8;
+  b.c.mv_f32x = path == 3 ? MV_F32X : path == 4 ? MV_STREAM : path == 6 || path == 12 || path == 13 ? MV_REG : MV_INT8;
+  b.c.mv_tc = path == 12 ? 0 : 3, b.c.mv_tc_min = path == 13 ? 1 : 4;  // 12, 13: path 6 without the tensor-core kernel, with it at every n
   size_t rb = wk_row_size(type, cols);
   uint8_t *dw;
   float *dtab, *dx, *dy, *dn;
@@ -227,7 +230,8 @@ extern "C" int cuda_test_matvec_glu(int type, const void *wg, const void *wu, in
   b.c.mv_max_tokens = 16;
   b.c.xpre_bytes = cu_pre_bytes(n, cols);  // x rounded once for the batched products
   TRY(b.alloc(&b.c.xpre, b.c.xpre_bytes, err));
-  b.c.mv_f32x = path == 4 ? MV_STREAM : path == 6 ? MV_REG : MV_INT8;
+  b.c.mv_f32x = path == 4 ? MV_STREAM : path == 6 || path == 12 || path == 13 ? MV_REG : MV_INT8;
+  b.c.mv_tc = path == 12 ? 0 : 3, b.c.mv_tc_min = path == 13 ? 1 : 4;
   size_t rb = wk_row_size(type, cols);
   uint8_t *dg, *du;
   float *dx, *dy, *dn = NULL;
@@ -481,6 +485,12 @@ static cudaError_t bench_mvr(int shape, const uint8_t *w, size_t rb, int rows, i
     if (shape == 4) return test_mvr_w4<T, false>(js, cols, x, 1, 0.0f, 0, pdl, st);
     if (shape == 5) return test_mvr_w4<T, false, true>(js, cols, x, 1, 0.0f, 0, pdl, st);
     if (shape == 6) return mvr_fp8w_launch<T, false>(js, cols, x, 1, 0.0f, 0, pdl, st);
+    if constexpr (mvt_has<T>::value) {  // the tensor-core kernel: its shape, 256 threads
+      const char *pf = getenv("WICK_CUDA_PF");  // the L2 prefetch, items (comparison)
+      js.pf = pf ? atoi(pf) : -1;
+      if (shape == 10) return mvt_launch_n<T, false>(js, cols, x, 1, 0.0f, 0, pdl, st);
+      if (shape == 11) return mvt_launch<T, 256, 1, false, 1>(js, cols, x, 1, 0.0f, 0, pdl, st);
+    }
     if constexpr (T == WK_FP8_E4M3 || T == WK_FP8_E5M2) {  // items in flight, FP8 only
       if (shape == 7) return mvr_launch<T, 1024, 1, 2, false>(js, cols, x, 1, 0.0f, 0, pdl, st);
       if (shape == 8) return mvr_launch<T, 1024, 1, 3, false>(js, cols, x, 1, 0.0f, 0, pdl, st);

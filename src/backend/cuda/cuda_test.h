@@ -23,7 +23,10 @@ extern "C" {
 // launches of path 4 with programmatic dependent launch, the second reading
 // the first's output; 6: the register-streamed kernel (MV_REG: mvr.cuh for
 // Q4_K, Q5_K, Q6_K, Q8_0 with int8 x, FP8 E4M3/E5M2 with f32 x; path 0's
-// kernels for the other types); 7: (n = 1) the rows as three matrices in
+// kernels for the other types; since session 15 Q4_K and Q6_K batches of
+// n >= 4 on the tensor-core kernel, mvt.cuh); 12: path 6 without the
+// tensor-core kernel; 13: path 6 with it at every n; 7: (n = 1) the rows as
+// three matrices in
 // one launch of path 6; 8: y = W x, then y = W x + 1 y through path 6 with
 // dependent launch (2 W x: beta); 9: one launch of the register-streamed
 // kernel at the type's shape for every type it has a format for (path 6's
@@ -35,7 +38,7 @@ extern "C" {
 int cuda_test_matmul(int type, const void *w, int rows, int cols, const float *x, int n, float *y,
                      int path, wk_error *err);
 // y (n x rows) = (rmsnorm(x) * nw) . W^T, the norm (eps) folded into the
-// matrix-vector kernel of path 0, 3, 4, 6, 10 or 11 (no graph) of cuda_test_matmul (only the
+// matrix-vector kernel of path 0, 3, 4, 6, 10, 11 (no graph), 12 or 13 of cuda_test_matmul (only the
 // streamed and register-streamed kernels take it: WICK_ERR_UNSUPPORTED from v4). x is written
 // on the device first by the embedding kernel (an F32 table of the n rows),
 // and the product launched after it by programmatic dependent launch.
@@ -145,7 +148,9 @@ typedef struct cuda_mv_cfg {
                // (threads, rows a step, steps in flight), 1 (1024, 1, 1), 2
                // (512, 2, 1), 3 (768, 1, 2), 4 the wide format of Q4_K and Q5_K
                // (mvr_w4.cuh), 5 the same at its ALT shape, 6 FP8 E4M3 in 16-byte
-               // pieces (mvr_fp8w.cuh); chunk and stages
+               // pieces (mvr_fp8w.cuh), 7-9 FP8 at 2, 3, 5 items in flight; 10
+               // the tensor-core kernel (mvt.cuh), 11 the same at 256
+               // threads; chunk and stages
                // unused); 5: the
                // GEMM path's dequantization of all of W to f16 (cu_dequant_f16;
                // shape 1 to 5 deq_f16.cuh's other tiled shapes); 6: the same

@@ -6,6 +6,7 @@
 #include "backend/cuda/matvec.cuh"
 #include "backend/cuda/mvr.cuh"
 #include "backend/cuda/mvs.cuh"
+#include "backend/cuda/mvt.cuh"
 #include "backend/cuda/quant.cuh"
 
 template <int T>
@@ -169,6 +170,19 @@ static cudaError_t launch_mvr(const cu_ctx *c, const mv_jobs &jobs, int cols, co
   mv_jobs js = jobs;
   js.mvr = c->mv_mvr;
   js.pf = c->mv_pf;
+  // Batches of 4 or more tokens (decode steps of several sequences) on the
+  // tensor-core kernel (mvt.cuh), which reads each weight once for 4 tokens
+  // at little cost a token; fewer stay on the register-streamed kernel,
+  // faster for one token. 8B Q4_K_M, steps of B sequences at context 512
+  // (session 15, call 1), ms, tensor-core against register kernel: B = 1
+  // 2.74 / 2.40, 2 3.49 / 3.41, 3 4.58 / 4.48, 4 5.14 / 5.48, 8 6.75 / 9.93.
+  if constexpr (mvt_has<T>::value) {
+    if ((c->mv_tc & mvt_bit<T>()) && n >= c->mv_tc_min) {
+      cudaError_t e = mvt_launch_n<T, GLU>(js, cols, x, n, beta, act, c->pdl != 0, c->st,
+                                            c->mv_tc_ntok);
+      if (e != cudaErrorInvalidValue) return e;
+    }
+  }
   if constexpr (T == WK_Q4_K || T == WK_Q5_K) {
     // Rows of up to 8192 columns (Q/K/V, o and gate/up of an 8B model):
     // the wide format (mvr_w4.cuh), fewer instructions a byte; longer rows

@@ -638,6 +638,40 @@ static __global__ void __launch_bounds__(1024) k_mvr_prep(const float *__restric
   if (threadIdx.x == 0) ((float *)pre)[t] = rs;
 }
 
+// The split grid's units split between warps (after a barrier over
+// part[warp][0: a warp's first unit, 1: its last][token][matrix][row]):
+// the thread of the first warp boundary inside such a unit adds the warps'
+// parts in warp order and calls emit(unit, token, sums[M][RW]). groups: a
+// unit's groups of items (mvr_share).
+template <int NTOK, int M, int RW, class E>
+static __device__ __forceinline__ void mvr_join(const float (*part)[2][NTOK][M][RW], int units,
+                                                int groups, int nw, int ntk, E emit) {
+  const int wb = threadIdx.x;
+  if (wb < 1 || wb >= nw) return;
+  const mvr_share sh(units, groups, nw);
+  const int G = groups, sb = sh.at(wb), u = sb / G, u0 = u * G;
+  if (sb % G == 0 || sh.at(wb - 1) > u0) return;
+  for (int t = 0; t < ntk; t++) {
+    float a[M][RW];
+#pragma unroll
+    for (int m = 0; m < M; m++)
+#pragma unroll
+      for (int r = 0; r < RW; r++) a[m][r] = 0.0f;
+    for (int v = wb - 1, sv = sh.at(v); v < nw && sv < u0 + G; v++) {
+      const int sn = sh.at(v + 1);
+      if (sn > sv) {  // warp v has items
+        const int h = sv / G == u ? 0 : 1;
+#pragma unroll
+        for (int m = 0; m < M; m++)
+#pragma unroll
+          for (int r = 0; r < RW; r++) a[m][r] += part[v][h][t][m][r];
+      }
+      sv = sn;
+    }
+    emit(u, t, a);
+  }
+}
+
 // NTOK: tokens a block (blockIdx.y: tokens [NTOK y, NTOK y + NTOK) of n):
 // each lane's weights are loaded once and multiplied with every token's x
 // (staged one after the other in shared memory), so a batch of up to NTOK
@@ -834,36 +868,9 @@ __global__ void __launch_bounds__(NT, 1) k_mvr(mv_jobs js, int cols, const float
   }
   if (total > 0 && ci != 0) finish(cu == fu ? 0 : 1);  // the range ends inside unit cu
 
-  // Units split between warps: the thread of the first warp boundary inside
-  // such a unit adds the warps' parts in warp order and writes the rows.
   if (whole) return;
   __syncthreads();
-  const int wb = threadIdx.x;
-  if (wb >= 1 && wb < nw) {
-    const mvr_share sh(units, items / M, nw);
-    const int G = items / M, sb = sh.at(wb), u = sb / G, u0 = u * G;
-    if (sb % G != 0 && sh.at(wb - 1) <= u0) {
-      for (int t = 0; t < ntk; t++) {
-        float a[M][RW];
-#pragma unroll
-        for (int m = 0; m < M; m++)
-#pragma unroll
-          for (int r = 0; r < RW; r++) a[m][r] = 0.0f;
-        for (int v = wb - 1, sv = sh.at(v); v < nw && sv < u0 + G; v++) {
-          const int sn = sh.at(v + 1);
-          if (sn > sv) {  // warp v has items
-            const int h = sv / G == u ? 0 : 1;
-#pragma unroll
-            for (int m = 0; m < M; m++)
-#pragma unroll
-              for (int r = 0; r < RW; r++) a[m][r] += part[v][h][t][m][r];
-          }
-          sv = sn;
-        }
-        emit(u, t, a);
-      }
-    }
-  }
+  mvr_join<NTOK, M, RW>(part, units, items / M, nw, ntk, emit);
 }
 
 // Shape per type and kind (GLU: gate/up): NT threads at most a block, RW
