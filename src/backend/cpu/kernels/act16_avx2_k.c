@@ -3,9 +3,10 @@
 // decoders.
 //
 // A super-block is 8 chunks of 32 values. A chunk's codes become one byte
-// vector in value order: unsigned, the fixed offsets (Q3_K: 4, Q6_K: 32)
-// coming off in f32 with the block minimums, or |code| with the sign moved
-// onto the activations (IQ4_XS). One token: pmaddubsw against the chunk's 32
+// vector in value order: unsigned, Q6_K's fixed offset (32) coming off in f32
+// with the block minimums, or |code| with the sign moved onto the
+// activations (IQ4_XS; Q3_K: code - 4, so that its offset is in the integers
+// as in the AVX-512 tile, and no f32 term per group is left). One token: pmaddubsw against the chunk's 32
 // lo and 32 hi activation bytes, then pmaddwd by the sub-block scales (one
 // per 128-bit half: the 16-value groups' own, or the 32-value sub-block's in
 // both), into lo and hi int32 accumulators, combined as lo + 128 hi. Several
@@ -16,7 +17,7 @@
 // chunks in turn; the one-token tiles prefetch their rows' super-blocks
 // ahead (kprefetch). Per super-block:
 //   acc += float(lanes) * (d_w * d_a)
-//   acc -= m * s_a per 16 values     (m: dmin * min, or d * offset * scale;
+//   acc -= m * s_a per 16 values     (not Q3_K, IQ4_XS; m: dmin * min, or d * offset * scale;
 //                                     Q4_K, Q5_K: per 32, k4_min_term;
 //                                     Q2_K: groups 8-15 into a second
 //                                     accumulator, kmins2).
@@ -62,8 +63,16 @@ AT AI int khas_min(const int type) {
   return type == WK_Q2_K || type == WK_Q4_K || type == WK_Q5_K;
 }
 
-// Fixed offset of the codes (value = d * scale * (code - offset)).
-AT AI int koffset(const int type) { return type == WK_Q3_K ? 4 : type == WK_Q6_K ? 32 : 0; }
+// Fixed offset of the codes that comes off in f32 (value = d * scale * (code
+// - offset)); Q3_K's codes are made signed instead (ksigned).
+AT AI int koffset(const int type) { return type == WK_Q6_K ? 32 : 0; }
+
+// Formats whose codes are signed bytes (kcodes.sg; kcodes.c: their magnitudes):
+// IQ4_XS's table values, Q3_K's code - 4.
+AT AI int ksigned(const int type) { return type == WK_IQ4_XS || type == WK_Q3_K; }
+
+// Formats with a term per group besides the codes' (mins, or Q6_K's offset).
+AT AI int kwith_m(const int type) { return type != WK_IQ4_XS && type != WK_Q3_K; }
 
 // Formats whose scales cover 32 values (the others: 16).
 AT AI int kscale32(const int type) {
@@ -123,9 +132,12 @@ AT AI void kprep_block(const int type, const uint8_t *b, kprep *p) {
       break;
     }
     case WK_Q3_K:
+      p->d = a16_f16(b + 108);
+      p->sc = kscales16(a16_scales_q3(b + 96), 1);
+      break;
     case WK_Q6_K: {
-      const __m128i sc = type == WK_Q3_K ? a16_scales_q3(b + 96) : a16_load128(b + 192);
-      p->d = a16_f16(b + (type == WK_Q3_K ? 108 : 208));
+      const __m128i sc = a16_load128(b + 192);
+      p->d = a16_f16(b + 208);
       p->sc = kscales16(sc, 1);
       p->m0 = kmins(sc, p->d * (float)koffset(type), 1);
       p->m1 = kmins(_mm_srli_si128(sc, 8), p->d * (float)koffset(type), 1);
@@ -166,7 +178,7 @@ AT AI __m256i knib(__m256i x, int hi) {
 }
 
 // Chunk j (values 32 j .. 32 j + 31) of a super-block: its codes in value
-// order; unsigned, or |code| with the signed codes in sg (IQ4_XS).
+// order; unsigned, or |code| with the signed codes in sg (ksigned).
 typedef struct kcodes {
   __m256i c, sg;
 } kcodes;
@@ -176,10 +188,14 @@ AT AI void kchunk(const int type, const uint8_t *b, int j, kcodes *k) {
     case WK_Q2_K:  // 2 bits at 2 (j % 4) of qs[32 (j / 4) + l]
       k->c = a16_bits8(a16_load(b + 16 + 32 * (j >> 2)), 2 * (j & 3), 0, 2);
       break;
-    case WK_Q3_K:  // as Q2_K, + 4 where bit j of hmask[l] is set
-      k->c = _mm256_or_si256(a16_bits8(a16_load(b + 32 + 32 * (j >> 2)), 2 * (j & 3), 0, 2),
-                             a16_bits8(a16_load(b), j, 2, 1));
+    case WK_Q3_K: {  // as Q2_K, - 4 where bit j of hmask[l] is clear
+      const __m256i hm = a16_load(b);
+      const __m256i h = j >= 2 ? _mm256_srli_epi16(hm, j - 2) : _mm256_slli_epi16(hm, 2 - j);
+      k->sg = _mm256_sub_epi8(a16_bits8(a16_load(b + 32 + 32 * (j >> 2)), 2 * (j & 3), 0, 2),
+                              _mm256_andnot_si256(h, _mm256_set1_epi8(4)));
+      k->c = _mm256_abs_epi8(k->sg);
       break;
+    }
     case WK_Q4_K:  // nibble (j % 2) of qs[32 (j / 2) + l]
       k->c = knib(a16_load(b + 16 + 32 * (j >> 1)), j & 1);
       break;
@@ -210,7 +226,7 @@ AT AI void kchunk(const int type, const uint8_t *b, int j, kcodes *k) {
 AT AI void kproducts(const int type, const kprep *p, const kcodes *k, int j, __m256i xlo,
                      __m256i xhi, __m256i *lo, __m256i *hi) {
   const __m256i s = kpick(p->sc, j);
-  if (type == WK_IQ4_XS) xlo = _mm256_sign_epi8(xlo, k->sg), xhi = _mm256_sign_epi8(xhi, k->sg);
+  if (ksigned(type)) xlo = _mm256_sign_epi8(xlo, k->sg), xhi = _mm256_sign_epi8(xhi, k->sg);
   *lo = _mm256_add_epi32(*lo, _mm256_madd_epi16(_mm256_maddubs_epi16(k->c, xlo), s));
   *hi = _mm256_add_epi32(*hi, _mm256_madd_epi16(_mm256_maddubs_epi16(k->c, xhi), s));
 }
@@ -221,7 +237,7 @@ AT AI void kcodes16(const int type, const kprep *p, const kcodes *k, int j, __m2
                     __m256i *c1) {
   const __m256i s = kpick(p->sc, j);
   const char z = (char)0x80;  // pshufb: 0
-  if (type == WK_IQ4_XS) {  // the byte in each high half, then sign-extended
+  if (ksigned(type)) {  // the byte in each high half, then sign-extended
     const __m256i i0 = _mm256_setr_epi8(z, 0, z, 1, z, 4, z, 5, z, 8, z, 9, z, 12, z, 13, z, 0, z,
                                         1, z, 4, z, 5, z, 8, z, 9, z, 12, z, 13);
     const __m256i i1 = _mm256_setr_epi8(z, 2, z, 3, z, 6, z, 7, z, 10, z, 11, z, 14, z, 15, z, 2,
@@ -471,7 +487,7 @@ AT AI __m128i k16_scale_bytes(const int type, const uint8_t *b) {
 }
 
 // Row r's d_w * d_a at dd[r], its per-group term's factor (Q2_K: dmin;
-// Q3_K: d * offset, exact) at mf[r], from the dwords at k16_dword of 4 rows
+// Q3_K: unused), from the dwords at k16_dword of 4 rows
 // at a time (the same f32 values as kprep_block and ktile's d_w * d_a).
 AT AI void k16_dprep(const int type, const int R, const uint8_t *blk, size_t ws, float da,
                      float *dd, float *mf) {
@@ -504,6 +520,7 @@ AT AI void kdec16(const int type, const int R, const uint8_t *w, size_t ws, int6
   for (int64_t b = 0; b < nb; b++) {
     const uint8_t *blk = w + (size_t)b * (size_t)bytes;
     const int8_t *q = (const int8_t *)xq + wk_act16_bytes(WK_ACT_A16K, nb, b);
+    const int8_t *e = (const int8_t *)xq + wk_act16k_sign_bytes(nb, b);  // Q3_K: |lo|, |hi|, sign
     float dd[A16_MAXR], mf[A16_MAXR];
     k16_dprep(type, R, blk, ws, act[b].d, dd, mf);
     kprefetch(type, R, blk, ws);
@@ -518,13 +535,20 @@ AT AI void kdec16(const int type, const int R, const uint8_t *w, size_t ws, int6
     A16_UNROLL for (int r = 0; r < R; r++) A16_UNROLL for (int j = 0; j < 8; j++) {
       kcodes k;
       kchunk(type, blk + (size_t)r * ws, j, &k);
-      kd_products(k.c, a16_load(q + 32 * j), k.c, a16_load(q + 32 * j + 256), kpick(sc[r], j),
-                  &lo[r], &hi[r]);
+      if (type == WK_Q3_K) {  // signed codes take v's sign, against |lo| and |hi|
+        const __m256i c = _mm256_sign_epi8(k.sg, a16_load(e + 512 + 32 * j));
+        kd_products(a16_load(e + 32 * j), c, a16_load(e + 256 + 32 * j), c, kpick(sc[r], j),
+                    &lo[r], &hi[r]);
+      } else {
+        kd_products(k.c, a16_load(q + 32 * j), k.c, a16_load(q + 32 * j + 256), kpick(sc[r], j),
+                    &lo[r], &hi[r]);
+      }
     }
     const __m256 s0 = _mm256_loadu_ps(act[b].s), s1 = _mm256_loadu_ps(act[b].s + 8);
     A16_UNROLL for (int r = 0; r < R; r++) {
       acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(kcombine(lo[r], hi[r])), _mm256_set1_ps(dd[r]),
                                acc[r]);
+      if (!kwith_m(type)) continue;
       __m128i m = k16_scale_bytes(type, blk + (size_t)r * ws);
       if (type == WK_Q2_K) m = _mm_and_si128(_mm_srli_epi16(m, 4), _mm_set1_epi8(15));
       acc[r] = _mm256_fnmadd_ps(kmins(m, mf[r], type != WK_Q2_K), s0, acc[r]);
@@ -554,7 +578,7 @@ AT AI void ktile(const int type, const int R, const int N, const uint8_t *w, siz
     kdec16(type, R, w, ws, nb, xq, y, yr);
     return;
   }
-  const int bytes = a16_k_bytes(type), with_m = type != WK_IQ4_XS;
+  const int bytes = a16_k_bytes(type), with_m = kwith_m(type);
   __m256 acc[A16_MAXR][A16_MAXN], acc2[A16_MAXR][A16_MAXN];  // acc2: kmins2's
   A16_UNROLL for (int r = 0; r < R; r++) A16_UNROLL for (int t = 0; t < N; t++)
       acc[r][t] = acc2[r][t] = _mm256_setzero_ps();
@@ -634,9 +658,9 @@ A16_TYPE(iq4_xs, WK_IQ4_XS, ktile, 256, K_RM, K_RN, 4)
 
 // Values 16 i .. 16 i + 15 (i = 0, 1) of chunk j as int16 (code - offset) x scale.
 AT AI __m256i kvalues16(const int type, const kprep *p, const kcodes *k, int j, int i) {
-  const __m256i v = type == WK_IQ4_XS ? k->sg : k->c;
+  const __m256i v = ksigned(type) ? k->sg : k->c;
   const __m128i h = i ? _mm256_extracti128_si256(v, 1) : _mm256_castsi256_si128(v);
-  __m256i c = type == WK_IQ4_XS ? _mm256_cvtepi8_epi16(h) : _mm256_cvtepu8_epi16(h);
+  __m256i c = ksigned(type) ? _mm256_cvtepi8_epi16(h) : _mm256_cvtepu8_epi16(h);
   c = _mm256_sub_epi16(c, _mm256_set1_epi16((short)koffset(type)));
   const __m256i s = kpick(p->sc, j);  // this half's scale in both halves:
   return _mm256_mullo_epi16(c, _mm256_permute2x128_si256(s, s, i ? 0x11 : 0x00));

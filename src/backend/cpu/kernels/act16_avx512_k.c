@@ -4,20 +4,19 @@
 // calls these only when cpuid reports AVX-512 F, BW, VL and VNNI (the file
 // also uses VBMI's vpermb, which the AVX-512 VNNI CPUs this runs on have).
 //
-// One token (the decode path), three tiles:
+// One token (the decode path), four tiles:
 //
-// Q3_K, Q6_K (zdec): a super-block's 8 chunks of 32 values go as 4 pairs,
+// Q6_K (zdec): a super-block's 8 chunks of 32 values go as 4 pairs,
 // chunks 2 m and 2 m + 1 in one 512-bit vector (bytes 0-31, 32-63), against
 // the activations' 64 lo and 64 hi bytes of the pair (contiguous in the row:
 // one load each, shared by the tile's rows): pmaddubsw (codes x lo / hi) then
-// vpdpwssd by the scales (the add folded into the multiply); Q3_K's high code
-// bit by a byte mask (vptestmb, then one masked add). Each int32 lane of a
+// vpdpwssd by the scales (the add folded into the multiply). Each int32 lane of a
 // pair sums 4 consecutive values of one chunk (lanes 0-7: chunk 2 m, 8-15:
 // chunk 2 m + 1), so the two 256-bit halves added give exactly the AVX2
 // kernels' 8 lanes (act16_avx2_k.c: lane l = values 4 l .. 4 l + 3 of every
 // chunk, scaled); the integers are exact, and the f32 operations after them
 // are the AVX2 decode tiles', in the same order:
-//   acc += float(lo + 128 hi) * (d_w * d_a)       (Q6_K: per half super-block)
+//   acc += float(lo + 128 hi) * (d_w * d_a)       (per half super-block)
 //   acc -= m * s_a per 16 values
 // summed across lanes at the end by a16_hsum, so the results are the AVX2
 // level's bit for bit.
@@ -25,6 +24,9 @@
 // Q2_K (zq2dec): pshufb tables of code x scale, vpdpbusd, pairs of chunks p
 // and p + 4, and one 16-lane f32 accumulator a row: the AVX2 level's kmins2
 // order (see the Q2_K section).
+//
+// Q3_K (zq3dec): pshufb tables of 128 + value, vpdpbusd, the same pairs, the
+// offset in the integers (see the Q3_K section).
 //
 // IQ4_XS (yiq4dec): 256-bit vectors, a chunk at a time, the AVX2 decode
 // tile's integers and f32 steps (see the IQ4_XS section).
@@ -82,40 +84,18 @@ AT AI __m512i zscales16(__m512i s, int m) {
   return _mm512_permutexvar_epi16(Z_WORDS(4 * m, 4 * m + 1, 4 * m + 2, 4 * m + 3), s);
 }
 
-// Bits [2 t, 2 t + 2) of every byte of the 32 bytes at p for chunk 2 m
-// (t = 2 (m % 2)) and [2 t + 2, 2 t + 4) for chunk 2 m + 1: Q3_K's 2-bit
-// codes (chunk j: bits 2 (j % 4) of byte l of its 32 bytes).
-AT AI __m512i zbits2(const uint8_t *p, int m) {
-  const int t = 4 * (m & 1);
-  return _mm512_srlv_epi16(zbcast32(p), Z_WORDS(t, t, t + 2, t + 2));
-}
+// ---- Q6_K: the codes of pair m (chunks 2 m, 2 m + 1), unsigned bytes ----------
 
-// Where bit j of the 32 bytes at p is set (chunk j = 2 m, 2 m + 1 in the
-// halves): Q3_K's hmask.
-AT AI __mmask64 zbit(__m512i x, int m) {
-  return _mm512_test_epi8_mask(x, Z_BYTES(1 << 2 * m, 1 << 2 * m, 2 << 2 * m, 2 << 2 * m));
-}
-
-// ---- Q3_K, Q6_K: the codes of pair m (chunks 2 m, 2 m + 1), unsigned bytes ----
-
-AT AI __m512i zcodes(const int type, const uint8_t *b, int m, __m512i hbits) {
-  const __m512i m15 = _mm512_set1_epi8(15);
-  switch (type) {
-    case WK_Q3_K: {  // 2 bits of qs, + 4 where bit j of hmask (hbits) is set
-      const __m512i c = _mm512_and_si512(zbits2(b + 32 + 32 * (m >> 1), m), _mm512_set1_epi8(3));
-      return _mm512_mask_add_epi8(c, zbit(hbits, m), c, _mm512_set1_epi8(4));
-    }
-    default: {  // WK_Q6_K: nibble t of ql[64 n + l] (64 bytes: both chunks) | 2 bits at
-                // 4 t (chunk 2 m), 4 t + 2 (2 m + 1) of qh[32 n + l] << 4 (n = m / 2, t = m % 2)
-      const int n = m >> 1, t = m & 1;
-      __m512i l = zload(b + 64 * n);
-      if (t) l = _mm512_srli_epi16(l, 4);
-      __m512i h = zbcast32(b + 128 + 32 * n);
-      h = t ? _mm512_srlv_epi16(h, Z_WORDS(0, 0, 2, 2)) : _mm512_sllv_epi16(h, Z_WORDS(4, 4, 2, 2));
-      h = _mm512_and_si512(h, _mm512_set1_epi8(0x30));
-      return _mm512_ternarylogic_epi32(l, h, m15, 0xec);  // (l & 15) | h
-    }
-  }
+// Nibble t of ql[64 n + l] (64 bytes: both chunks) | 2 bits at 4 t (chunk
+// 2 m), 4 t + 2 (2 m + 1) of qh[32 n + l] << 4 (n = m / 2, t = m % 2).
+AT AI __m512i zcodes(const uint8_t *b, int m) {
+  const int n = m >> 1, t = m & 1;
+  __m512i l = zload(b + 64 * n);
+  if (t) l = _mm512_srli_epi16(l, 4);
+  __m512i h = zbcast32(b + 128 + 32 * n);
+  h = t ? _mm512_srlv_epi16(h, Z_WORDS(0, 0, 2, 2)) : _mm512_sllv_epi16(h, Z_WORDS(4, 4, 2, 2));
+  h = _mm512_and_si512(h, _mm512_set1_epi8(0x30));
+  return _mm512_ternarylogic_epi32(l, h, _mm512_set1_epi8(15), 0xec);  // (l & 15) | h
 }
 
 // The high 8 f32 of v (AVX-512 F alone: no DQ).
@@ -147,19 +127,18 @@ typedef struct zact {
 typedef struct zrowst {
   __m128i sc;     // the 16 scales (int8)
   __m512i s;      // the scales as words
-  __m512i hbits;  // Q3_K: hmask (both halves)
   __m512i lo, hi, half;
 } zrowst;
 
 AT AI void zstart(const int type, const uint8_t *b, zrowst *st) {
-  st->lo = st->hi = st->half = st->hbits = _mm512_setzero_si512();
-  st->sc = type == WK_Q3_K ? a16_scales_q3(b + 96) : a16_load128(b + 192);  // Q6_K
+  (void)type;
+  st->lo = st->hi = st->half = _mm512_setzero_si512();
+  st->sc = a16_load128(b + 192);
   st->s = _mm512_castsi256_si512(_mm256_cvtepi8_epi16(st->sc));
-  if (type == WK_Q3_K) st->hbits = zbcast32(b);
 }
 
 AT AI void zpair(const int type, const uint8_t *b, int m, const zact *x, zrowst *st) {
-  const __m512i c = zcodes(type, b, m, st->hbits);
+  const __m512i c = zcodes(b, m);
   const __m512i sm = zscales16(st->s, m);
   st->lo = _mm512_dpwssd_epi32(st->lo, _mm512_maddubs_epi16(c, x->xl[m]), sm);
   st->hi = _mm512_dpwssd_epi32(st->hi, _mm512_maddubs_epi16(c, x->xh[m]), sm);
@@ -187,10 +166,10 @@ AT AI void zterms_make(const int type, const uint8_t *b, const zact *x, const zr
   const float da = x->a->d;
   t->sum = zcombine(st->lo, st->hi);
   t->s = x->a->s;
-  const float d = a16_f16(b + (type == WK_Q3_K ? 108 : 208));
+  const float d = a16_f16(b + 208);
   t->dd = _mm256_set1_ps(d * da);
   // per group: d * offset * scale (the scales zstart decoded)
-  const __m512 mins = _mm512_mul_ps(_mm512_set1_ps(d * (type == WK_Q3_K ? 4.0f : 32.0f)),
+  const __m512 mins = _mm512_mul_ps(_mm512_set1_ps(d * 32.0f),
                                     _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(st->sc)));
   t->m0 = _mm512_castps512_ps256(mins);
   t->m1 = zhigh(mins);
@@ -373,6 +352,157 @@ AT AI void zq2dec(const int R, const uint8_t *w, size_t ws, int64_t nb, const ui
       y[(size_t)r * yr] = a16_hsum(_mm256_add_ps(_mm512_castps512_ps256(acc[r]), zhigh(acc[r])));
 }
 
+// ---- Q3_K ----------------------------------------------------------------------
+//
+// The value of code c (0-7: 2 bits of qs, + 4 where the hmask bit is set) in
+// a group of scale sc (-32..31) is sc (c - 4). Per row and super-block two
+// pshufb tables hold u = 128 + sc (4 - c) (0..252: a byte) for every group
+// and code, so that a pair's 64 codes become their u by one pshufb, and one
+// vpdpbusd each multiplies them with the activations' lo and hi bytes: the
+// scales and the fixed offset both in the integers, no f32 term per group.
+// The 128 u v over-count 128 v; the tile's accumulators start at -128 times
+// the activations' byte sums (a vpdpbusd of 128 against each pair's bytes,
+// once per super-block for the tile's rows), so that lo + 128 hi of a lane
+// ends at the sum of sc (4 - c) v over its values: minus the AVX2 kernels'
+// lane (act16_avx2_k.c, sc (c - 4) v summed the same way), exactly. Then
+//   acc -= float(lanes) * (d_w * d_a)
+// the AVX2 level's acc += float(their lanes) * (d_w * d_a), bit for bit.
+//
+// Pair p (0-3) is chunks p and p + 4 (bytes 0-31, 32-63) as in Q2_K below:
+// chunk p's 2-bit codes are bits 2 p of qs[l], chunk p + 4's bits 2 p of
+// qs[32 + l], their hmask bits bits p and p + 4 of hmask[l]. With S = hmask
+// in both halves shifted right by 0 / 4 (bit p: the half's chunk), pair p's
+// pshufb index is one vpternlog of qs (Q, or Q >> 4 for pairs 2, 3) and a
+// vector Hp from S whose bits 0-3 are exact and bit 7 clear:
+//   pairs 0, 2 (table A): bits 0-1 the 2 bits, bit 2 the hmask bit, bit 3 =
+//     p / 2; entry e: code e & 7, pair 2 (e / 8)
+//   pairs 1, 3 (table B): bits 2-3 the 2 bits, bit 1 the hmask bit, bit 0 =
+//     p / 2; entry e: code e / 4 + 4 (e / 2 % 2), pair 1 + 2 (e % 2)
+// 128-bit lane L of a pair covers group 2 chunk + L % 2 (chunk p for L < 2,
+// p + 4 above). A table is made from the 16 stored scales s = sc + 32 by a
+// vpermb (s of each entry's group at its even byte; table A: 0 at the odd),
+// a vpmullw by |4 - c| (s |4 - c| <= 252: each byte exact, no carry), then
+// u = 32 c + s (4 - c) as (product xor X) + A, X = 0xff and A = 32 c + 1
+// where c > 4 (a negation), else 0 and 32 c.
+// Bounds: a vpdpbusd lane adds 4 products of at most 252 x 127, the lo and
+// hi lanes end below 2^20 in magnitude, lo + 128 hi below 2^27.
+
+#define ZQ3_CA(e) ((e) & 7)
+#define ZQ3_CB(e) ((((e) >> 2) & 3) + 4 * (((e) >> 1) & 1))
+#define ZQ3_K(c) ((c) > 4 ? (c) - 4 : 4 - (c))
+#define ZQ3_XOR(c) ((c) > 4 ? 0xff : 0)
+#define ZQ3_ADD(c) ((32 * (c) + ((c) > 4)) & 0xff)
+// Byte e of lane L: the group's scale index (16: a zero byte), the
+// multiplier byte, X and A, for tables A and B.
+#define ZQ3_IA(L, e) ((e) & 1 ? 16 : 4 * ((e) >> 3) + 8 * ((L) >> 1) + ((L) & 1))
+#define ZQ3_MA(L, e) ZQ3_K(ZQ3_CA(e))
+#define ZQ3_XA(L, e) ZQ3_XOR(ZQ3_CA(e))
+#define ZQ3_AA(L, e) ZQ3_ADD(ZQ3_CA(e))
+#define ZQ3_IB(L, e) (2 + 4 * ((e) & 1) + 8 * ((L) >> 1) + ((L) & 1))
+#define ZQ3_MB(L, e) ((e) & 1 ? 0 : ZQ3_K(ZQ3_CB(e)))
+#define ZQ3_XB(L, e) ZQ3_XOR(ZQ3_CB(e))
+#define ZQ3_AB(L, e) ZQ3_ADD(ZQ3_CB(e))
+#define ZQ3_16(F, L)                                                                           \
+  F(L, 0), F(L, 1), F(L, 2), F(L, 3), F(L, 4), F(L, 5), F(L, 6), F(L, 7), F(L, 8), F(L, 9), \
+      F(L, 10), F(L, 11), F(L, 12), F(L, 13), F(L, 14), F(L, 15)
+#define ZQ3_64(F) {ZQ3_16(F, 0), ZQ3_16(F, 1), ZQ3_16(F, 2), ZQ3_16(F, 3)}
+
+enum { ZQ3_IDX_A, ZQ3_MUL_A, ZQ3_X_A, ZQ3_ADD_A, ZQ3_IDX_B, ZQ3_MUL_B, ZQ3_X_B, ZQ3_ADD_B };
+static const uint8_t zq3_const[8][64] __attribute__((aligned(64))) = {
+    ZQ3_64(ZQ3_IA), ZQ3_64(ZQ3_MA), ZQ3_64(ZQ3_XA), ZQ3_64(ZQ3_AA),
+    ZQ3_64(ZQ3_IB), ZQ3_64(ZQ3_MB), ZQ3_64(ZQ3_XB), ZQ3_64(ZQ3_AB),
+};
+
+AT AI __m512i zq3c(int i) { return _mm512_load_si512(zq3_const[i]); }
+
+// Table A (t = 0) or B (t = 1) from the stored scales s (bytes 0-15, 0 above).
+AT AI __m512i zq3_table(__m512i s, int t) {
+  const __m512i p = _mm512_mullo_epi16(_mm512_permutexvar_epi8(zq3c(4 * t), s), zq3c(4 * t + 1));
+  return _mm512_add_epi8(_mm512_xor_si512(p, zq3c(4 * t + 2)), zq3c(4 * t + 3));
+}
+
+// A row's super-block: the tables, S (see above) and the two accumulators.
+typedef struct zq3row {
+  __m512i ta, tb, s, lo, hi;
+} zq3row;
+
+// Pair p's pshufb index, from the 64 qs bytes at q and S.
+AT AI __m512i zq3_index(const uint8_t *q, __m512i s, int p) {
+  __m512i x = zload(q);
+  if (p >= 2) x = _mm512_srli_epi16(x, 4);
+  __m512i h;
+  switch (p) {
+    case 0: h = _mm512_and_si512(_mm512_slli_epi16(s, 2), _mm512_set1_epi8(4)); break;
+    case 1: h = _mm512_and_si512(s, _mm512_set1_epi8(2)); break;
+    case 2: h = _mm512_ternarylogic_epi32(s, _mm512_set1_epi8(4), _mm512_set1_epi8(8), 0xea); break;
+    default:
+      h = _mm512_ternarylogic_epi32(_mm512_srli_epi16(s, 2), _mm512_set1_epi8(2),
+                                    _mm512_set1_epi8(1), 0xea);
+      break;
+  }
+  // (c ? x : h) bitwise, c = the bits of the 2-bit codes
+  return _mm512_ternarylogic_epi32(x, h, _mm512_set1_epi8(p & 1 ? 12 : 3), 0xe4);
+}
+
+AT AI void zq3dec(const int R, const uint8_t *w, size_t ws, int64_t nb, const uint8_t *xq,
+                  float *y, size_t yr) {
+  const wk_act16k *act = (const wk_act16k *)xq;
+  __m256 acc[A16_MAXR];
+  A16_UNROLL for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; b++) {
+    const uint8_t *blk = w + (size_t)b * 110;
+    A16_UNROLL for (int r = 0; r < R; r++) {
+      _mm_prefetch((const char *)blk + (size_t)r * ws + ZPF, _MM_HINT_T0);
+      _mm_prefetch((const char *)blk + (size_t)r * ws + ZPF + 64, _MM_HINT_T0);
+    }
+    const uint8_t *q = xq + wk_act16_bytes(WK_ACT_A16K, nb, b);
+    __m512i xl[4], xh[4];  // pair p: chunks p and p + 4
+    __m512i l0 = _mm512_setzero_si512(), h0 = _mm512_setzero_si512();
+    const __m512i b128 = _mm512_set1_epi8((char)0x80);
+    A16_UNROLL for (int p = 0; p < 4; p++) {
+      xl[p] = zjoin(q + 32 * p, q + 128 + 32 * p);
+      xh[p] = zjoin(q + 256 + 32 * p, q + 384 + 32 * p);
+      l0 = _mm512_dpbusd_epi32(l0, b128, xl[p]);
+      h0 = _mm512_dpbusd_epi32(h0, b128, xh[p]);
+    }
+    l0 = _mm512_sub_epi32(_mm512_setzero_si512(), l0);  // where a row's lanes start
+    h0 = _mm512_sub_epi32(_mm512_setzero_si512(), h0);
+    int32_t dd[A16_MAXR + 3];  // row r: d_w * d_a (f32 bits)
+    A16_UNROLL for (int r = 0; r < R; r += 4) {  // rows r .. r + 3: d in word 2 i + 1
+      __m128i h = a16_bcast32(blk + (size_t)r * ws + 106);
+      A16_UNROLL for (int i = 1; i < 4; i++)
+        if (r + i < R) h = _mm_blend_epi32(h, a16_bcast32(blk + (size_t)(r + i) * ws + 106), 1 << i);
+      const __m256 v = _mm256_mul_ps(_mm256_cvtph_ps(h), _mm256_set1_ps(act[b].d));
+      const __m256i odd = _mm256_setr_epi32(1, 3, 5, 7, 1, 3, 5, 7);
+      _mm_storeu_si128((__m128i *)(dd + r),
+                       _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(_mm256_castps_si256(v), odd)));
+    }
+    zq3row st[A16_MAXR];
+    A16_UNROLL for (int r = 0; r < R; r++) {
+      const uint8_t *br = blk + (size_t)r * ws;
+      const __m512i s = _mm512_zextsi128_si512(a16_scales_q3_raw(br + 96));
+      st[r].ta = zq3_table(s, 0);
+      st[r].tb = zq3_table(s, 1);
+      st[r].s = _mm512_srlv_epi16(zbcast32(br), Z_WORDS(0, 0, 4, 4));
+      st[r].lo = l0;
+      st[r].hi = h0;
+    }
+    A16_UNROLL for (int p = 0; p < 4; p++) A16_UNROLL for (int r = 0; r < R; r++) {
+      const uint8_t *br = blk + (size_t)r * ws;
+      const __m512i c = _mm512_shuffle_epi8(p & 1 ? st[r].tb : st[r].ta, zq3_index(br + 32, st[r].s, p));
+      st[r].lo = _mm512_dpbusd_epi32(st[r].lo, c, xl[p]);
+      st[r].hi = _mm512_dpbusd_epi32(st[r].hi, c, xh[p]);
+      Z_KEEP(st[r].lo);
+      Z_KEEP(st[r].hi);
+    }
+    A16_UNROLL for (int r = 0; r < R; r++) {
+      const __m256 x = _mm256_cvtepi32_ps(zcombine(st[r].lo, st[r].hi));
+      acc[r] = _mm256_fnmadd_ps(x, _mm512_castps512_ps256(zbcast_f32(&dd[r])), acc[r]);
+    }
+  }
+  A16_UNROLL for (int r = 0; r < R; r++) y[(size_t)r * yr] = a16_hsum(acc[r]);
+}
+
 // ---- IQ4_XS ---------------------------------------------------------------------
 //
 // 256-bit vectors, a chunk at a time, as the AVX2 decode tile (kdec) with
@@ -466,6 +596,7 @@ AT AI void yiq4dec(const int R, const uint8_t *w, size_t ws, int64_t nb, const u
 AT AI void ztile(const int type, const int R, const uint8_t *w, size_t ws, int64_t nb,
                  const uint8_t *xq, float *y, size_t yr) {
   if (type == WK_Q2_K) zq2dec(R, w, ws, nb, xq, y, yr);
+  else if (type == WK_Q3_K) zq3dec(R, w, ws, nb, xq, y, yr);
   else if (type == WK_IQ4_XS) yiq4dec(R, w, ws, nb, xq, y, yr);
   else zdec(type, R, w, ws, nb, xq, y, yr);
 }
@@ -513,7 +644,7 @@ static void zgemm1(zdec_fn dec, zdec_fn one, int dm, const uint8_t *w, size_t ws
   }
 
 Z_TYPE(q2_k, WK_Q2_K, 4)
-Z_TYPE(q3_k, WK_Q3_K, 3)
+Z_TYPE(q3_k, WK_Q3_K, 4)
 Z_TYPE(q6_k, WK_Q6_K, 3)
 Z_TYPE(iq4_xs, WK_IQ4_XS, 3)
 

@@ -136,10 +136,10 @@ AT AI int a16_k_bytes(const int type) {
   }
 }
 
-// Scale i (0..15) of a Q3_K block, 6 bits, minus 32: low 4 bits in nibble
-// (i / 8) of byte (i % 8) of s[0..7], top 2 bits at 2 (i / 4) of byte (i % 4)
-// of s[8..11].
-AT AI __m128i a16_scales_q3(const uint8_t *s) {
+// Scale i (0..15) of a Q3_K block as stored, 6 bits (the scale is it minus
+// 32): low 4 bits in nibble (i / 8) of byte (i % 8) of s[0..7], top 2 bits at
+// 2 (i / 4) of byte (i % 4) of s[8..11].
+AT AI __m128i a16_scales_q3_raw(const uint8_t *s) {
   const __m128i x = _mm_loadl_epi64((const __m128i *)s);
   const __m128i m4 = _mm_set1_epi8(15);
   __m128i lo = _mm_unpacklo_epi64(_mm_and_si128(x, m4), _mm_and_si128(_mm_srli_epi16(x, 4), m4));
@@ -147,7 +147,12 @@ AT AI __m128i a16_scales_q3(const uint8_t *s) {
   memcpy(&a2, s + 8, 4);
   __m128i hi = _mm_srlv_epi32(_mm_set1_epi32((int)a2), _mm_setr_epi32(0, 2, 4, 6));
   hi = _mm_slli_epi16(_mm_and_si128(hi, _mm_set1_epi8(3)), 4);
-  return _mm_sub_epi8(_mm_or_si128(lo, hi), _mm_set1_epi8(32));
+  return _mm_or_si128(lo, hi);
+}
+
+// The same minus 32: the scales.
+AT AI __m128i a16_scales_q3(const uint8_t *s) {
+  return _mm_sub_epi8(a16_scales_q3_raw(s), _mm_set1_epi8(32));
 }
 
 // Scale ib (0..7) of an IQ4_XS block minus 32: nibble ib of scales_l (bytes
