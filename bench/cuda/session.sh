@@ -21,8 +21,8 @@
 #           that folder holds another tree (e.g. `git archive COMMIT`); memory with 512-token
 #           batches for the first type (CHUNKS: batch sizes, default 512; MODEL_REPS: rounds of
 #           base / AB / ref, default 1)
-#   batch   decode steps of 1 to 64 sequences at once (a server's batch) on the first type of
-#           TYPES at context 512 (`bench_cuda batch FILE 512 32`), as built, under each AB
+#   batch   decode steps of 1 to 64 sequences at once (a server's batch) on BATCH_TYPES (default
+#           the first type of TYPES) at context 512 (`bench_cuda batch FILE 512 32`), as built, under each AB
 #           and with the build of ref/ (matvec too, beside the table as built)
 #   flash   flash attention (prefill) alone at 4096 tokens; with ncu its profile (FLASH_V: variant)
 #   stamps  the decode attention's timeline (a build with -DWICK_CUDA_STAMPS; bench_attn
@@ -276,8 +276,8 @@ if [ -n "$STB" ]; then
       $ARGS 2>&1 | grep -E "^stamps|^ |RESULT decode" | tee -a "$LOG"
   done
 fi
-if has batch; then  # several sequences a step, the first type
-  ty=${TYPES%% *}
+if has batch; then  # several sequences a step: BATCH_TYPES (default the first type)
+ for ty in ${BATCH_TYPES:-${TYPES%% *}}; do
   if [ -f /tmp/8b-$ty.gguf ]; then
     for ab in base $AB; do
       envs=()
@@ -293,6 +293,7 @@ if has batch; then  # several sequences a step, the first type
   else
     say "no 8B $ty model for the batch step"
   fi
+ done
 fi
 if has model; then
   first=1

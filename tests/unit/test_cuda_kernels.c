@@ -659,16 +659,20 @@ int main(void) {
       test_glu(t, 43, 4096, 8, 0, 10);
       test_matmul_v(t, 19, 4096, 6, 10, 1);
     }
-    // Q4_K and Q6_K: path 12 without the tensor-core kernel (mvt.cuh; path
-    // 6 takes it for 4 tokens or more since session 15: the batches above),
-    // path 13 with it for 1 to 3 tokens too (1 and 2 tokens a block): rows
-    // off the 16 of a warp, one to several units a block (17000, 9000
-    // rows), 1 to 56 super-blocks a row, rows at 2 mod 4 (Q6_K, 1280
-    // columns), gate/up with both activations, the folded norm, three
-    // matrices in one launch. (Path 12 for Q4_K: its 8-lane format past 8192
-    // columns, the wide one below.)
-    if (t == WK_Q4_K || t == WK_Q6_K) {
+    // The tensor-core kernel's types (mvt.cuh; path 6 takes it for 4
+    // tokens or more since session 15: the batches above): path 12 without
+    // it, path 13 with it for 1 to 3 tokens too (1 to 8 tokens a block):
+    // rows off the 16 of a warp, one to several units a block (17000, 9000
+    // rows), 1 to 56 super-blocks a row, blocks and rows at 2 mod 4 (Q6_K
+    // rows of 1280 columns; Q8_0, Q4_0 blocks), gate/up with both
+    // activations, the folded norm; rows of no whole step (Q8_0 / Q4_0 800
+    // columns) fall back to the register kernel. (Path 12 for Q4_K: its
+    // 8-lane format past 8192 columns, the wide one below.)
+    if (t == WK_Q4_K || t == WK_Q6_K || t == WK_Q5_K || t == WK_Q8_0 || t == WK_Q4_0) {
       for (int p = 12; p <= 13; p++) {
+        test_matmul(t, 19, fit_cols(t, 800), 3, p);
+        test_matmul(t, 29, 4096, 6, p);
+        test_glu(t, 43, 2048, 11, 1, p);
         test_matmul(t, 37, 14336, 1, p);
         test_matmul(t, 45, 768, 1, p);
         test_matmul(t, 17000, 256, 1, p);

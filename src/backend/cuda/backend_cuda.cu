@@ -389,14 +389,15 @@ static int cuda_prepare(wk_backend *b, const wk_model *m, const wk_backend_param
   const char *nt16 = getenv("WICK_CUDA_NTOK16");
   s->c.mv_ntok16 = nt16 && (atoi(nt16) == 2 || atoi(nt16) == 4 || atoi(nt16) == 8) ? atoi(nt16) : 1;
   // WICK_CUDA_TC=N: the types on the tensor-core matrix-vector kernel
-  // (mvt.cuh), bit 0 Q4_K, bit 1 Q6_K (default 3: both), for batches of at
-  // least WICK_CUDA_TC_MIN tokens (default 4); the others take the
-  // register-streamed one. Comparison.
+  // (mvt.cuh), bits Q4_K 1, Q6_K 2, Q5_K 4, Q8_0 8, Q4_0 16 (default 31:
+  // all), for batches of at least WICK_CUDA_TC_MIN tokens (default: the
+  // type's, mvt_cfg), at most WICK_CUDA_TC_NTOK (4 or 8) tokens a block; the
+  // others take the register-streamed one. Comparison.
   const char *tce = getenv("WICK_CUDA_TC"), *tcm = getenv("WICK_CUDA_TC_MIN");
-  s->c.mv_tc = tce ? atoi(tce) & 3 : 3;
-  s->c.mv_tc_min = tcm && atoi(tcm) >= 1 ? atoi(tcm) : 4;
-  const char *tcn = getenv("WICK_CUDA_TC_NTOK");  // 8: up to 8 tokens a block (spills)
-  s->c.mv_tc_ntok = tcn && atoi(tcn) == 8 ? 8 : 4;
+  s->c.mv_tc = tce ? atoi(tce) & 31 : 31;
+  s->c.mv_tc_min = tcm && atoi(tcm) >= 1 ? atoi(tcm) : 0;
+  const char *tcn = getenv("WICK_CUDA_TC_NTOK");
+  s->c.mv_tc_ntok = tcn && (atoi(tcn) == 4 || atoi(tcn) == 8) ? atoi(tcn) : 0;
   // WICK_CUDA_PF=N: steps of each warp's first unit the register-streamed
   // kernel asks of the L2 before its wait (default 1 for int8 x, 0 for f32
   // x: mvr.cuh; comparison).

@@ -72,6 +72,17 @@ static int run_wide(int path, int type, const mv_jobs &js, int cols, const float
   return WICK_OK;
 }
 
+// The matrix-vector kernels of path 0, 3, 4, 6, 12 or 13 (cuda_test.h): 12
+// and 13 are path 6 without the tensor-core kernel and with it at every n
+// (up to 8 tokens a block).
+static void set_path(cu_ctx *c, int path) {
+  const bool reg = path == 6 || path == 12 || path == 13;
+  c->mv_f32x = path == 3 ? MV_F32X : path == 4 ? MV_STREAM : reg ? MV_REG : MV_INT8;
+  c->mv_tc = path == 12 ? 0 : 31;
+  c->mv_tc_min = path == 13 ? 1 : 0;
+  c->mv_tc_ntok = path == 13 ? 8 : 0;
+}
+
 extern "C" int cuda_test_matmul(int type, const void *w, int rows, int cols, const float *x, int n,
                                 float *y, int path, wk_error *err) {
   dev_bufs b;
@@ -138,8 +149,7 @@ extern "C" int cuda_test_matmul(int type, const void *w, int rows, int cols, con
     TRY(cu_matvec(&b.c, &cw, dx, n, dt, 0.0f, err));
     TRY(cu_matvec(&b.c, &cw, dt, n, dy, 0.0f, err));
   } else {
-    b.c.mv_f32x = path == 3 ? MV_F32X : path == 4 ? MV_STREAM : path == 6 || path == 12 || path == 13 ? MV_REG : MV_INT8;
-    b.c.mv_tc = path == 12 ? 0 : 3, b.c.mv_tc_min = path == 13 ? 1 : 4;
+    set_path(&b.c, path);
     TRY(cu_matvec(&b.c, &cw, dx, n, dy, 0.0f, err));
   }
   CK(cudaMemcpy(y, dy, sizeof(float) * n * rows, cudaMemcpyDeviceToHost));
@@ -167,8 +177,7 @@ extern "C" int cuda_test_matmul_norm(int type, const void *w, int rows, int cols
   b.c.xpre_bytes = cu_pre_bytes(n, cols);  // x rounded once for the batched products
   TRY(b.alloc(&b.c.xpre, b.c.xpre_bytes, err));
   b.c.pdl = b.c.pdl_v4 = 1;
-  b.c.mv_f32x = path == 3 ? MV_F32X : path == 4 ? MV_STREAM : path == 6 || path == 12 || path == 13 ? MV_REG : MV_INT8;
-  b.c.mv_tc = path == 12 ? 0 : 3, b.c.mv_tc_min = path == 13 ? 1 : 4;  // 12, 13: path 6 without the tensor-core kernel, with it at every n
+  set_path(&b.c, path);
   size_t rb = wk_row_size(type, cols);
   uint8_t *dw;
   float *dtab, *dx, *dy, *dn;
@@ -230,8 +239,7 @@ extern "C" int cuda_test_matvec_glu(int type, const void *wg, const void *wu, in
   b.c.mv_max_tokens = 16;
   b.c.xpre_bytes = cu_pre_bytes(n, cols);  // x rounded once for the batched products
   TRY(b.alloc(&b.c.xpre, b.c.xpre_bytes, err));
-  b.c.mv_f32x = path == 4 ? MV_STREAM : path == 6 || path == 12 || path == 13 ? MV_REG : MV_INT8;
-  b.c.mv_tc = path == 12 ? 0 : 3, b.c.mv_tc_min = path == 13 ? 1 : 4;
+  set_path(&b.c, path);
   size_t rb = wk_row_size(type, cols);
   uint8_t *dg, *du;
   float *dx, *dy, *dn = NULL;

@@ -23,9 +23,10 @@ extern "C" {
 // launches of path 4 with programmatic dependent launch, the second reading
 // the first's output; 6: the register-streamed kernel (MV_REG: mvr.cuh for
 // Q4_K, Q5_K, Q6_K, Q8_0 with int8 x, FP8 E4M3/E5M2 with f32 x; path 0's
-// kernels for the other types; since session 15 Q4_K and Q6_K batches of
-// n >= 4 on the tensor-core kernel, mvt.cuh); 12: path 6 without the
-// tensor-core kernel; 13: path 6 with it at every n; 7: (n = 1) the rows as
+// kernels for the other types; since session 15 Q4_0, Q8_0, Q4_K, Q5_K,
+// Q6_K batches of n >= 4 on the tensor-core kernel, mvt.cuh); 12: path 6 without the
+// tensor-core kernel; 13: path 6 with it at every n, up to 8 tokens a
+// block; 7: (n = 1) the rows as
 // three matrices in
 // one launch of path 6; 8: y = W x, then y = W x + 1 y through path 6 with
 // dependent launch (2 W x: beta); 9: one launch of the register-streamed

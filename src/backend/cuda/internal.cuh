@@ -69,12 +69,14 @@ struct cu_ctx {
                           // each weight once
   int mv_ntok16 = 1;      // the same for its 16-bit-x types (WICK_CUDA_NTOK16,
                           // comparison; matvec.cu's mvr_ntok)
-  int mv_tc = 3;          // the types on the tensor-core matrix-vector kernel (mvt.cuh):
-                          // bit 0 Q4_K, bit 1 Q6_K; the others' register-streamed one
-                          // (WICK_CUDA_TC=0..3, comparison)
-  int mv_tc_min = 4;      // ... for batches of at least this many tokens (fewer take the
-                          // register-streamed kernel; WICK_CUDA_TC_MIN, comparison)
-  int mv_tc_ntok = 4;     // its most tokens a block (4, or 8: WICK_CUDA_TC_NTOK, comparison)
+  int mv_tc = 31;         // the types on the tensor-core matrix-vector kernel (mvt.cuh):
+                          // bits Q4_K 1, Q6_K 2, Q5_K 4, Q8_0 8, Q4_0 16 (mvt_bit);
+                          // the others' register-streamed one (WICK_CUDA_TC, comparison)
+  int mv_tc_min = 0;      // ... for batches of at least this many tokens (fewer take the
+                          // register-streamed kernel; 0: the type's, mvt_cfg;
+                          // WICK_CUDA_TC_MIN, comparison)
+  int mv_tc_ntok = 0;     // its most tokens a block (4 or 8; 0: the type's;
+                          // WICK_CUDA_TC_NTOK, comparison)
   int mv_mvr;             // the register-streamed kernel's comparison options (MVR_*)
   int mv_pf = -1;         // >= 0: the register-streamed kernel's L2 prefetch before the
                           // wait, in steps of a warp's first unit (-1: the kernel's

@@ -170,16 +170,19 @@ static cudaError_t launch_mvr(const cu_ctx *c, const mv_jobs &jobs, int cols, co
   mv_jobs js = jobs;
   js.mvr = c->mv_mvr;
   js.pf = c->mv_pf;
-  // Batches of 4 or more tokens (decode steps of several sequences) on the
-  // tensor-core kernel (mvt.cuh), which reads each weight once for 4 tokens
-  // at little cost a token; fewer stay on the register-streamed kernel,
-  // faster for one token. 8B Q4_K_M, steps of B sequences at context 512
-  // (session 15, call 1), ms, tensor-core against register kernel: B = 1
-  // 2.74 / 2.40, 2 3.49 / 3.41, 3 4.58 / 4.48, 4 5.14 / 5.48, 8 6.75 / 9.93.
+  // Batches of 4 or more tokens (5 for Q8_0, Q4_0; decode steps of several
+  // sequences) on the tensor-core kernel (mvt.cuh), which reads each weight
+  // once for 4 or 8 tokens at little cost a token; fewer stay on the
+  // register-streamed kernel, faster for one token. 8B Q4_K_M, steps of B
+  // sequences at context 512 (session 15, call 1), ms, tensor-core against
+  // register kernel: B = 1 2.74 / 2.40, 2 3.49 / 3.41, 3 4.58 / 4.48, 4
+  // 5.14 / 5.48, 8 6.75 / 9.93 (mvt_cfg: the other types).
   if constexpr (mvt_has<T>::value) {
-    if ((c->mv_tc & mvt_bit<T>()) && n >= c->mv_tc_min) {
+    using C = mvt_cfg<T, GLU>;
+    const int tmin = c->mv_tc_min > 0 ? c->mv_tc_min : C::MIN;
+    if ((c->mv_tc & mvt_bit<T>()) && n >= tmin) {
       cudaError_t e = mvt_launch_n<T, GLU>(js, cols, x, n, beta, act, c->pdl != 0, c->st,
-                                            c->mv_tc_ntok);
+                                            c->mv_tc_ntok > 0 ? c->mv_tc_ntok : C::NTOK);
       if (e != cudaErrorInvalidValue) return e;
     }
   }

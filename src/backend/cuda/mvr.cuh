@@ -638,6 +638,22 @@ static __global__ void __launch_bounds__(1024) k_mvr_prep(const float *__restric
   if (threadIdx.x == 0) ((float *)pre)[t] = rs;
 }
 
+// A warp's stream of `total` items: the loads of item i + D (load(w[slot],
+// matrix)) issued before item i is computed (compute(w[slot], matrix)), in
+// a ring of D + 1 register sets w; GLU: the items alternate gate (0) and
+// up (1).
+template <int D, bool GLU, class R, class L, class C>
+static __device__ __forceinline__ void mvr_ring(R *w, int total, L &load, C &compute) {
+  for (int i0 = 0; i0 < total; i0 += D + 1) {
+#pragma unroll
+    for (int k = 0; k <= D; k++) {
+      if (i0 + k >= total) break;
+      if (i0 + k + D < total) load(w[(k + D) % (D + 1)], GLU ? (k + D) & 1 : 0);
+      compute(w[k], GLU ? k & 1 : 0);
+    }
+  }
+}
+
 // The split grid's units split between warps (after a barrier over
 // part[warp][0: a warp's first unit, 1: its last][token][matrix][row]):
 // the thread of the first warp boundary inside such a unit adds the warps'
@@ -858,14 +874,7 @@ __global__ void __launch_bounds__(NT, 1) k_mvr(mv_jobs js, int cols, const float
     if (++ci == items) finish(cu == fu && fi != 0 ? 0 : -1), ci = 0, cu += us;
   };
 
-  for (int i0 = 0; i0 < total; i0 += D + 1) {
-#pragma unroll
-    for (int k = 0; k <= D; k++) {
-      if (i0 + k >= total) break;
-      if (i0 + k + D < total) load(w[(k + D) % (D + 1)], GLU ? (k + D) & 1 : 0);
-      compute(w[k], GLU ? k & 1 : 0);
-    }
-  }
+  mvr_ring<D, GLU>(w, total, load, compute);
   if (total > 0 && ci != 0) finish(cu == fu ? 0 : 1);  // the range ends inside unit cu
 
   if (whole) return;

@@ -188,7 +188,16 @@ AT AI void zapply(const int type, const zterms *t, __m256 *acc) {
 // prefetched (each cache line) when its current one starts.
 #define ZPF 768
 
-// Q3_K, Q6_K: R rows (w, w + ws, ...) x one token; y[r * yr].
+// Two cache lines ZPF bytes ahead of each of R rows' super-block at blk
+// (Q2_K: 84 bytes, Q3_K: 110).
+AT AI void zprefetch2(const uint8_t *blk, const int R, size_t ws) {
+  A16_UNROLL for (int r = 0; r < R; r++) {
+    _mm_prefetch((const char *)blk + (size_t)r * ws + ZPF, _MM_HINT_T0);
+    _mm_prefetch((const char *)blk + (size_t)r * ws + ZPF + 64, _MM_HINT_T0);
+  }
+}
+
+// Q6_K: R rows (w, w + ws, ...) x one token; y[r * yr].
 AT AI void zdec(const int type, const int R, const uint8_t *w, size_t ws, int64_t nb,
                 const uint8_t *xq, float *y, size_t yr) {
   const int bytes = a16_k_bytes(type);
@@ -294,10 +303,7 @@ AT AI void zq2dec(const int R, const uint8_t *w, size_t ws, int64_t nb, const ui
   const __m512i m3 = _mm512_set1_epi8(3), mc = _mm512_set1_epi8(12);
   for (int64_t b = 0; b < nb; b++) {
     const uint8_t *blk = w + (size_t)b * 84;
-    A16_UNROLL for (int r = 0; r < R; r++) {
-      _mm_prefetch((const char *)blk + (size_t)r * ws + ZPF, _MM_HINT_T0);
-      _mm_prefetch((const char *)blk + (size_t)r * ws + ZPF + 64, _MM_HINT_T0);
-    }
+    zprefetch2(blk, R, ws);
     const uint8_t *q = xq + wk_act16_bytes(WK_ACT_A16K, nb, b);
     __m512i xl[4], xh[4];  // pair p: chunks p and p + 4
     A16_UNROLL for (int p = 0; p < 4; p++) {
@@ -451,10 +457,7 @@ AT AI void zq3dec(const int R, const uint8_t *w, size_t ws, int64_t nb, const ui
   A16_UNROLL for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; b++) {
     const uint8_t *blk = w + (size_t)b * 110;
-    A16_UNROLL for (int r = 0; r < R; r++) {
-      _mm_prefetch((const char *)blk + (size_t)r * ws + ZPF, _MM_HINT_T0);
-      _mm_prefetch((const char *)blk + (size_t)r * ws + ZPF + 64, _MM_HINT_T0);
-    }
+    zprefetch2(blk, R, ws);
     const uint8_t *q = xq + wk_act16_bytes(WK_ACT_A16K, nb, b);
     __m512i xl[4], xh[4];  // pair p: chunks p and p + 4
     __m512i l0 = _mm512_setzero_si512(), h0 = _mm512_setzero_si512();
