@@ -1,8 +1,9 @@
 // AVX-512 16-bit-activation kernels for the super-block formats Q2_K, Q3_K,
 // Q6_K and IQ4_XS against WK_ACT_A16K (Q4_K and Q5_K keep the AVX2 level's:
 // this file's scheme for them measured 10-15% slower, see the end). act16.c
-// calls these only when cpuid reports AVX-512 F, BW, VL and VNNI (the file
-// also uses VBMI's vpermb, which the AVX-512 VNNI CPUs this runs on have).
+// calls these only when cpuid reports AVX-512 F, BW, VL and VNNI, and
+// wk_act16_avx512_k_find only when it also reports VBMI (vpermb) and GFNI
+// (gf2p8affineqb); otherwise the AVX2 level's kernels run.
 //
 // One token (the decode path), four tiles:
 //
@@ -28,6 +29,10 @@
 // Q3_K (zq3dec): pshufb tables of 128 + value, vpdpbusd, the same pairs, the
 // offset in the integers (see the Q3_K section).
 //
+// Q2_K and Q3_K's tiles take the activations of each super-block as their
+// pairs, made once for the whole product (zprep; Q3_K: with its offset's
+// byte sums), not once per tile.
+//
 // IQ4_XS (yiq4dec): 256-bit vectors, a chunk at a time, the AVX2 decode
 // tile's integers and f32 steps (see the IQ4_XS section).
 //
@@ -52,7 +57,7 @@
 // more than they save: 15.8-17.6 GB/s against AVX2's 17.6-19.9.
 #define AT                                                                            \
   __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni," \
-                         "avx512vbmi")))
+                         "avx512vbmi,gfni")))
 #include "backend/cpu/kernels/act16_x86.h"
 #include "backend/cpu/kernels/kernels_internal.h"
 #include "quant/types.h"
@@ -70,6 +75,9 @@
 // A16_KEEP for any of the 32 vector registers (its "x" takes only the first
 // 16, which cost a move in and out for each of the others).
 #define Z_KEEP(v) __asm__("" : "+v"(v))
+
+// gf2p8affineqb matrix bit: output bit o of a byte takes its input bit q.
+#define ZGF(o, q) (1ull << (q) << 8 * (7 - (o)))
 
 // 32 bytes at p in both 256-bit halves.
 AT AI __m512i zbcast32(const uint8_t *p) {
@@ -261,7 +269,12 @@ AT AI void zdec(const int type, const int R, const uint8_t *w, size_t ws, int64_
 // vpermb a pair, and two broadcast loads a row) and the former f32 order,
 // this runs 24.0 -> 21.2 cycles.
 // Rows of a tile go pair by pair (their chains of 4 vpdpbusd side by side);
-// 4 rows measured best (3: 4% slower).
+// 4 rows measured best (3: 4% slower; 6 no faster). The pairs' activations
+// come from the product's zprep (joined per tile before: 13.2 -> 14.2 GB/s,
+// L2-resident rows, one thread). Measured slower: pairs 2, 3's index by one
+// gf2p8affineqb each instead of the shared shift and an and (5%), and the
+// tables' vpermb unmasked (a zero byte above the scales; 2%). The groups'
+// minimum terms take ~10% of the tile (removing them: 15.3 GB/s).
 
 // The tables' vpermb index: words 0, 1 take the scale of group ga, words 2, 4,
 // 6 that of gb (a byte each; the mask below zeroes the other bytes).
@@ -285,6 +298,59 @@ AT AI __m512i zjoin(const uint8_t *a, const uint8_t *b) {
   return _mm512_inserti64x4(zload(a), _mm256_loadu_si256((const __m256i *)b), 1);
 }
 
+// A super-block's activations as Q2_K's and Q3_K's pairs (xl, xh: pair p =
+// chunks p and p + 4, lo and hi bytes), and, with starts, -128 times each
+// pair lane's byte sums (l0, h0: where Q3_K's lanes start).
+AT AI void zpairs(const uint8_t *q, const int starts, __m512i *xl, __m512i *xh, __m512i *l0,
+                  __m512i *h0) {
+  const __m512i b128 = _mm512_set1_epi8((char)0x80);
+  *l0 = *h0 = _mm512_setzero_si512();
+  A16_UNROLL for (int p = 0; p < 4; p++) {
+    xl[p] = zjoin(q + 32 * p, q + 128 + 32 * p);
+    xh[p] = zjoin(q + 256 + 32 * p, q + 384 + 32 * p);
+    if (starts) {
+      *l0 = _mm512_dpbusd_epi32(*l0, b128, xl[p]);
+      *h0 = _mm512_dpbusd_epi32(*h0, b128, xh[p]);
+    }
+  }
+  *l0 = _mm512_sub_epi32(_mm512_setzero_si512(), *l0);
+  *h0 = _mm512_sub_epi32(_mm512_setzero_si512(), *h0);
+}
+
+// What the tiles of a product share, made once for all of them (the joins
+// and sums cost each tile 1.5-2.5 operations a row and super-block): per
+// super-block ZP_INTS int32, the pairs' xl (4 x 64 bytes), xh, then l0 and
+// h0 (with starts).
+#define ZP_INTS 160
+AT static void zprep(const uint8_t *xq, int64_t nb, const int starts, int32_t *c) {
+  for (int64_t b = 0; b < nb; b++, c += ZP_INTS) {
+    __m512i xl[4], xh[4], l0, h0;
+    zpairs(xq + wk_act16_bytes(WK_ACT_A16K, nb, b), starts, xl, xh, &l0, &h0);
+    A16_UNROLL for (int p = 0; p < 4; p++) {
+      _mm512_storeu_si512(c + 16 * p, xl[p]);
+      _mm512_storeu_si512(c + 64 + 16 * p, xh[p]);
+    }
+    _mm512_storeu_si512(c + 128, l0);
+    _mm512_storeu_si512(c + 144, h0);
+  }
+}
+
+// Super-block b's pairs: from the product's zprep (cb = c + ZP_INTS b), or
+// made here (c NULL).
+AT AI void zpairs_at(const uint8_t *xq, int64_t nb, int64_t b, const int32_t *c, const int starts,
+                     __m512i *xl, __m512i *xh, __m512i *l0, __m512i *h0) {
+  if (!c) {
+    zpairs(xq + wk_act16_bytes(WK_ACT_A16K, nb, b), starts, xl, xh, l0, h0);
+    return;
+  }
+  const int32_t *cb = c + ZP_INTS * b;
+  A16_UNROLL for (int p = 0; p < 4; p++) {
+    xl[p] = zload(cb + 16 * p);
+    xh[p] = zload(cb + 64 + 16 * p);
+  }
+  if (starts) *l0 = zload(cb + 128), *h0 = zload(cb + 144);
+}
+
 // The f32 whose bits are at p, in all 16 lanes (vpbroadcastd from memory
 // takes no vector pipe; GCC keeps such values in a register and broadcasts
 // by a shuffle).
@@ -294,8 +360,8 @@ AT AI __m512 zbcast_f32(const int32_t *p) {
   return _mm512_castsi512_ps(v);
 }
 
-AT AI void zq2dec(const int R, const uint8_t *w, size_t ws, int64_t nb, const uint8_t *xq,
-                  float *y, size_t yr) {
+AT AI void zq2dec_loop(const int R, const uint8_t *w, size_t ws, int64_t nb, const uint8_t *xq,
+                       const int32_t *c, float *y, size_t yr) {
   const wk_act16k *act = (const wk_act16k *)xq;
   __m512 acc[A16_MAXR];
   A16_UNROLL for (int r = 0; r < R; r++) acc[r] = _mm512_setzero_ps();
@@ -304,12 +370,8 @@ AT AI void zq2dec(const int R, const uint8_t *w, size_t ws, int64_t nb, const ui
   for (int64_t b = 0; b < nb; b++) {
     const uint8_t *blk = w + (size_t)b * 84;
     zprefetch2(blk, R, ws);
-    const uint8_t *q = xq + wk_act16_bytes(WK_ACT_A16K, nb, b);
-    __m512i xl[4], xh[4];  // pair p: chunks p and p + 4
-    A16_UNROLL for (int p = 0; p < 4; p++) {
-      xl[p] = zjoin(q + 32 * p, q + 128 + 32 * p);
-      xh[p] = zjoin(q + 256 + 32 * p, q + 384 + 32 * p);
-    }
+    __m512i xl[4], xh[4], l0, h0;  // pair p: chunks p and p + 4
+    zpairs_at(xq, nb, b, c, 0, xl, xh, &l0, &h0);
     // d_w * d_a at 2 r, dmin / 16 at 2 r + 1 (f32 bits), from the dwords
     // (d, dmin) of 4 rows at a time
     int32_t dm[2 * A16_MAXR];
@@ -368,133 +430,164 @@ AT AI void zq2dec(const int R, const uint8_t *w, size_t ws, int64_t nb, const ui
 // scales and the fixed offset both in the integers, no f32 term per group.
 // The 128 u v over-count 128 v; the tile's accumulators start at -128 times
 // the activations' byte sums (a vpdpbusd of 128 against each pair's bytes,
-// once per super-block for the tile's rows), so that lo + 128 hi of a lane
-// ends at the sum of sc (4 - c) v over its values: minus the AVX2 kernels'
+// once per super-block for the whole product: zprep), so that lo + 128 hi
+// of a lane ends at the sum of sc (4 - c) v over its values: minus the AVX2 kernels'
 // lane (act16_avx2_k.c, sc (c - 4) v summed the same way), exactly. Then
 //   acc -= float(lanes) * (d_w * d_a)
 // the AVX2 level's acc += float(their lanes) * (d_w * d_a), bit for bit.
 //
-// Pair p (0-3) is chunks p and p + 4 (bytes 0-31, 32-63) as in Q2_K below:
+// Pair p (0-3) is chunks p and p + 4 (bytes 0-31, 32-63) as in Q2_K above:
 // chunk p's 2-bit codes are bits 2 p of qs[l], chunk p + 4's bits 2 p of
-// qs[32 + l], their hmask bits bits p and p + 4 of hmask[l]. With S = hmask
-// in both halves shifted right by 0 / 4 (bit p: the half's chunk), pair p's
-// pshufb index is one vpternlog of qs (Q, or Q >> 4 for pairs 2, 3) and a
-// vector Hp from S whose bits 0-3 are exact and bit 7 clear:
+// qs[32 + l], their hmask bits bits p and p + 4 of hmask[l]. Pair p's pshufb
+// index is one vpternlog: the 2 bits from qs (Q, or Q >> 4 for pairs 2, 3),
+// the rest from a vector G (p / 2) made by one gf2p8affineqb of the hmask (in
+// both halves; per 64-bit lane its own bit matrix: the low half takes bit
+// p, the high half bit p + 4), whose bits 0-3 are exact and bit 7 clear:
 //   pairs 0, 2 (table A): bits 0-1 the 2 bits, bit 2 the hmask bit, bit 3 =
 //     p / 2; entry e: code e & 7, pair 2 (e / 8)
 //   pairs 1, 3 (table B): bits 2-3 the 2 bits, bit 1 the hmask bit, bit 0 =
 //     p / 2; entry e: code e / 4 + 4 (e / 2 % 2), pair 1 + 2 (e % 2)
+// so that pairs 2 m and 2 m + 1 share G (m): bit 2 the first's hmask bit, bit
+// 1 the second's, bits 0 and 3 m.
 // 128-bit lane L of a pair covers group 2 chunk + L % 2 (chunk p for L < 2,
 // p + 4 above). A table is made from the 16 stored scales s = sc + 32 by a
-// vpermb (s of each entry's group at its even byte; table A: 0 at the odd),
-// a vpmullw by |4 - c| (s |4 - c| <= 252: each byte exact, no carry), then
-// u = 32 c + s (4 - c) as (product xor X) + A, X = 0xff and A = 32 c + 1
-// where c > 4 (a negation), else 0 and 32 c.
+// vpermb (s of each entry's group at its even byte; table A: 0 at the odd,
+// where entries 2 i and 2 i + 1 share the group, table B: the odd entry's
+// group, where they share the code), a vpmullw and a vpaddw: a word is
+// u0 + 256 u1, a whole number below 2^16 that is s (k0 + 256 k1) + 32 (c0 +
+// 256 c1) (table A) or k (s0 + 256 s1) + 257 (32 c) (table B), k = 4 - c,
+// so the 16-bit products and sums taken mod 2^16 give every byte exactly.
+// The stored scales of 4 rows decode in one 512-bit vector (a row a lane).
 // Bounds: a vpdpbusd lane adds 4 products of at most 252 x 127, the lo and
 // hi lanes end below 2^20 in magnitude, lo + 128 hi below 2^27.
+// L2-resident rows, one thread: 12.3 -> 15.8 GB/s against the former
+// version (one vpermb, vpmullw, xor and add a table; four hmask vectors of
+// 1-2 shifts and ands a row; the pairs' activations joined and summed per
+// tile; the scales decoded per row in 128 bits), the per-product pairs
+// (zprep) the largest step (~8%), then the shared G (~7%).
 
 #define ZQ3_CA(e) ((e) & 7)
 #define ZQ3_CB(e) ((((e) >> 2) & 3) + 4 * (((e) >> 1) & 1))
-#define ZQ3_K(c) ((c) > 4 ? (c) - 4 : 4 - (c))
-#define ZQ3_XOR(c) ((c) > 4 ? 0xff : 0)
-#define ZQ3_ADD(c) ((32 * (c) + ((c) > 4)) & 0xff)
-// Byte e of lane L: the group's scale index (16: a zero byte), the
-// multiplier byte, X and A, for tables A and B.
-#define ZQ3_IA(L, e) ((e) & 1 ? 16 : 4 * ((e) >> 3) + 8 * ((L) >> 1) + ((L) & 1))
-#define ZQ3_MA(L, e) ZQ3_K(ZQ3_CA(e))
-#define ZQ3_XA(L, e) ZQ3_XOR(ZQ3_CA(e))
-#define ZQ3_AA(L, e) ZQ3_ADD(ZQ3_CA(e))
-#define ZQ3_IB(L, e) (2 + 4 * ((e) & 1) + 8 * ((L) >> 1) + ((L) & 1))
-#define ZQ3_MB(L, e) ((e) & 1 ? 0 : ZQ3_K(ZQ3_CB(e)))
-#define ZQ3_XB(L, e) ZQ3_XOR(ZQ3_CB(e))
-#define ZQ3_AB(L, e) ZQ3_ADD(ZQ3_CB(e))
-#define ZQ3_16(F, L)                                                                           \
-  F(L, 0), F(L, 1), F(L, 2), F(L, 3), F(L, 4), F(L, 5), F(L, 6), F(L, 7), F(L, 8), F(L, 9), \
-      F(L, 10), F(L, 11), F(L, 12), F(L, 13), F(L, 14), F(L, 15)
-#define ZQ3_64(F) {ZQ3_16(F, 0), ZQ3_16(F, 1), ZQ3_16(F, 2), ZQ3_16(F, 3)}
+// Byte e of lane L: the group's scale index (table A: odd bytes 0, by a
+// mask), tables A, B; in the scales of 4 rows (zq3_rows4), row i's.
+#define ZQ3_IA(i, L, e) (16 * (i) + ((e) & 1 ? 0 : 4 * ((e) >> 3) + 8 * ((L) >> 1) + ((L) & 1)))
+#define ZQ3_IB(i, L, e) (16 * (i) + 2 + 4 * ((e) & 1) + 8 * ((L) >> 1) + ((L) & 1))
+#define ZQ3_MASK_A 0x5555555555555555ull
+// Word i of a lane (entries 2 i, 2 i + 1, i < 8): multiplier and addend,
+// mod 2^16. Table A: one scale s a word, u0 + 256 u1 = s (k0 + 256 k1) +
+// 32 c0 + 256 (32 c1), k = 4 - c; table B: two scales, one code, u0 + 256
+// u1 = k (s0 + 256 s1) + 257 (32 c).
+#define ZQ3_MA(i) ((uint16_t)(4 - ZQ3_CA(2 * (i)) + 256 * (4 - ZQ3_CA(2 * (i) + 1))))
+#define ZQ3_AA(i) ((uint16_t)(32 * ZQ3_CA(2 * (i)) + 8192 * ZQ3_CA(2 * (i) + 1)))
+#define ZQ3_MB(i) ((uint16_t)(4 - ZQ3_CB(2 * (i))))
+#define ZQ3_AB(i) ((uint16_t)(8224 * ZQ3_CB(2 * (i))))
+#define ZQ3_16(F, i, L)                                                                    \
+  F(i, L, 0), F(i, L, 1), F(i, L, 2), F(i, L, 3), F(i, L, 4), F(i, L, 5), F(i, L, 6),     \
+      F(i, L, 7), F(i, L, 8), F(i, L, 9), F(i, L, 10), F(i, L, 11), F(i, L, 12),          \
+      F(i, L, 13), F(i, L, 14), F(i, L, 15)
+#define ZQ3_64(F, i) {ZQ3_16(F, i, 0), ZQ3_16(F, i, 1), ZQ3_16(F, i, 2), ZQ3_16(F, i, 3)}
+#define ZQ3_AB4(i) {ZQ3_64(ZQ3_IA, i), ZQ3_64(ZQ3_IB, i)}
+#define ZQ3_8(F) F(0), F(1), F(2), F(3), F(4), F(5), F(6), F(7)
+#define ZQ3_32(F) {ZQ3_8(F), ZQ3_8(F), ZQ3_8(F), ZQ3_8(F)}
 
-enum { ZQ3_IDX_A, ZQ3_MUL_A, ZQ3_X_A, ZQ3_ADD_A, ZQ3_IDX_B, ZQ3_MUL_B, ZQ3_X_B, ZQ3_ADD_B };
-static const uint8_t zq3_const[8][64] __attribute__((aligned(64))) = {
-    ZQ3_64(ZQ3_IA), ZQ3_64(ZQ3_MA), ZQ3_64(ZQ3_XA), ZQ3_64(ZQ3_AA),
-    ZQ3_64(ZQ3_IB), ZQ3_64(ZQ3_MB), ZQ3_64(ZQ3_XB), ZQ3_64(ZQ3_AB),
-};
+static const uint8_t zq3_idx[4][2][64] __attribute__((aligned(64))) = {
+    ZQ3_AB4(0), ZQ3_AB4(1), ZQ3_AB4(2), ZQ3_AB4(3)};
+static const uint16_t zq3_mul[4][32] __attribute__((aligned(64))) = {
+    ZQ3_32(ZQ3_MA), ZQ3_32(ZQ3_AA), ZQ3_32(ZQ3_MB), ZQ3_32(ZQ3_AB)};
 
-AT AI __m512i zq3c(int i) { return _mm512_load_si512(zq3_const[i]); }
-
-// Table A (t = 0) or B (t = 1) from the stored scales s (bytes 0-15, 0 above).
-AT AI __m512i zq3_table(__m512i s, int t) {
-  const __m512i p = _mm512_mullo_epi16(_mm512_permutexvar_epi8(zq3c(4 * t), s), zq3c(4 * t + 1));
-  return _mm512_add_epi8(_mm512_xor_si512(p, zq3c(4 * t + 2)), zq3c(4 * t + 3));
+// Table A (t = 0) or B (t = 1) of row i of 4 from their stored scales s4
+// (zq3_rows4): the products exact mod 2^16, so each byte is its u (0..252).
+AT AI __m512i zq3_table(__m512i s4, int i, int t) {
+  const __m512i idx = _mm512_load_si512(zq3_idx[i][t]);
+  const __m512i s = t ? _mm512_permutexvar_epi8(idx, s4)
+                      : _mm512_maskz_permutexvar_epi8(ZQ3_MASK_A, idx, s4);
+  const __m512i p = _mm512_mullo_epi16(s, _mm512_load_si512(zq3_mul[2 * t]));
+  return _mm512_add_epi16(p, _mm512_load_si512(zq3_mul[2 * t + 1]));
 }
 
-// A row's super-block: the tables, S (see above) and the two accumulators.
+// Rows r .. r + 3 (those below R) of a super-block at blk: their stored
+// scales s = sc + 32 (lane i: row r + i's 16, in order) and d_w * d_a (f32
+// bits, at dd[r + i]), from the 16 bytes at 94 of each row (qs[62..63],
+// scales[12], d): low 4 bits of scale j: nibble j / 8 of scales[j % 8];
+// top 2: bits 2 (j / 4) of scales[8 + j % 4].
+AT AI __m512i zq3_rows4(const uint8_t *blk, size_t ws, int r, const int R, float da,
+                        int32_t *dd) {
+  __m512i z = _mm512_zextsi128_si512(a16_load128(blk + (size_t)r * ws + 94));
+  A16_UNROLL for (int i = 1; i < 4; i++)
+    if (r + i < R) z = _mm512_inserti32x4(z, a16_load128(blk + (size_t)(r + i) * ws + 94), i);
+  // byte j: scales[j % 8], its nibble j / 8 to bits 0-3 (the bit matrix of
+  // each 64-bit lane: bytes 0-7 the low nibble, 8-15 the high)
+  const __m512i il = _mm512_set4_epi32(0x09080706, 0x05040302, 0x09080706, 0x05040302);
+  const long long ml = (long long)(ZGF(0, 0) | ZGF(1, 1) | ZGF(2, 2) | ZGF(3, 3));
+  const long long mh = (long long)(ZGF(0, 4) | ZGF(1, 5) | ZGF(2, 6) | ZGF(3, 7));
+  const __m512i lo = _mm512_gf2p8affine_epi64_epi8(
+      _mm512_shuffle_epi8(z, il), _mm512_set_epi64(mh, ml, mh, ml, mh, ml, mh, ml), 0);
+  // byte j: scales[8 + j % 4] >> 2 (j / 4) (a shift per dword), bits 0-1 to 4-5
+  const __m512i ih = _mm512_set1_epi32(0x0d0c0b0a);
+  __m512i hi = _mm512_srlv_epi32(_mm512_shuffle_epi8(z, ih), _mm512_set4_epi32(6, 4, 2, 0));
+  hi = _mm512_gf2p8affine_epi64_epi8(hi, _mm512_set1_epi64((long long)(ZGF(4, 0) | ZGF(5, 1))), 0);
+  // d: word 7 of each lane
+  const __m128i d4 = _mm512_castsi512_si128(_mm512_permutexvar_epi16(
+      _mm512_castsi128_si512(_mm_setr_epi16(7, 15, 23, 31, 7, 15, 23, 31)), z));
+  const __m128 d = _mm_mul_ps(_mm_cvtph_ps(d4), _mm_set1_ps(da));
+  _mm_storeu_si128((__m128i *)(dd + r), _mm_castps_si128(d));
+  return _mm512_or_si512(lo, hi);
+}
+
+// A row's super-block: the tables, the hmask in both halves (h), G and the
+// two accumulators.
 typedef struct zq3row {
-  __m512i ta, tb, s, lo, hi;
+  __m512i ta, tb, h, g, lo, hi;
 } zq3row;
 
-// Pair p's pshufb index, from the 64 qs bytes at q and S.
-AT AI __m512i zq3_index(const uint8_t *q, __m512i s, int p) {
-  __m512i x = zload(q);
-  if (p >= 2) x = _mm512_srli_epi16(x, 4);
-  __m512i h;
-  switch (p) {
-    case 0: h = _mm512_and_si512(_mm512_slli_epi16(s, 2), _mm512_set1_epi8(4)); break;
-    case 1: h = _mm512_and_si512(s, _mm512_set1_epi8(2)); break;
-    case 2: h = _mm512_ternarylogic_epi32(s, _mm512_set1_epi8(4), _mm512_set1_epi8(8), 0xea); break;
-    default:
-      h = _mm512_ternarylogic_epi32(_mm512_srli_epi16(s, 2), _mm512_set1_epi8(2),
-                                    _mm512_set1_epi8(1), 0xea);
-      break;
-  }
-  // (c ? x : h) bitwise, c = the bits of the 2-bit codes
-  return _mm512_ternarylogic_epi32(x, h, _mm512_set1_epi8(p & 1 ? 12 : 3), 0xe4);
+// G (m) from h: the bit matrix of half f (0: low, 1: high) takes bit 2 m + 4 f
+// to bit 2 and bit 2 m + 1 + 4 f to bit 1; the constant sets bits 0 and 3 to m.
+#define ZQ3_GM(m, f) ((long long)(ZGF(2, 2 * (m) + 4 * (f)) | ZGF(1, 2 * (m) + 1 + 4 * (f))))
+AT AI __m512i zq3_g(__m512i h, int m) {
+  const __m512i a = _mm512_set_epi64(ZQ3_GM(m, 1), ZQ3_GM(m, 1), ZQ3_GM(m, 1), ZQ3_GM(m, 1),
+                                     ZQ3_GM(m, 0), ZQ3_GM(m, 0), ZQ3_GM(m, 0), ZQ3_GM(m, 0));
+  return m ? _mm512_gf2p8affine_epi64_epi8(h, a, 9) : _mm512_gf2p8affine_epi64_epi8(h, a, 0);
 }
 
-AT AI void zq3dec(const int R, const uint8_t *w, size_t ws, int64_t nb, const uint8_t *xq,
-                  float *y, size_t yr) {
+// Pair p's pshufb index, from the 64 qs bytes at q and G (p / 2).
+AT AI __m512i zq3_index(const uint8_t *q, __m512i g, int p) {
+  __m512i x = zload(q);
+  if (p >= 2) x = _mm512_srli_epi16(x, 4);
+  // (c ? x : g) bitwise, c = the bits of the 2-bit codes
+  return _mm512_ternarylogic_epi32(x, g, _mm512_set1_epi8(p & 1 ? 12 : 3), 0xe4);
+}
+
+AT AI void zq3dec_loop(const int R, const uint8_t *w, size_t ws, int64_t nb, const uint8_t *xq,
+                       const int32_t *c, float *y, size_t yr) {
   const wk_act16k *act = (const wk_act16k *)xq;
   __m256 acc[A16_MAXR];
   A16_UNROLL for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; b++) {
     const uint8_t *blk = w + (size_t)b * 110;
     zprefetch2(blk, R, ws);
-    const uint8_t *q = xq + wk_act16_bytes(WK_ACT_A16K, nb, b);
-    __m512i xl[4], xh[4];  // pair p: chunks p and p + 4
-    __m512i l0 = _mm512_setzero_si512(), h0 = _mm512_setzero_si512();
-    const __m512i b128 = _mm512_set1_epi8((char)0x80);
-    A16_UNROLL for (int p = 0; p < 4; p++) {
-      xl[p] = zjoin(q + 32 * p, q + 128 + 32 * p);
-      xh[p] = zjoin(q + 256 + 32 * p, q + 384 + 32 * p);
-      l0 = _mm512_dpbusd_epi32(l0, b128, xl[p]);
-      h0 = _mm512_dpbusd_epi32(h0, b128, xh[p]);
-    }
-    l0 = _mm512_sub_epi32(_mm512_setzero_si512(), l0);  // where a row's lanes start
-    h0 = _mm512_sub_epi32(_mm512_setzero_si512(), h0);
+    __m512i xl[4], xh[4], l0, h0;  // pair p: chunks p and p + 4
+    zpairs_at(xq, nb, b, c, 1, xl, xh, &l0, &h0);
     int32_t dd[A16_MAXR + 3];  // row r: d_w * d_a (f32 bits)
-    A16_UNROLL for (int r = 0; r < R; r += 4) {  // rows r .. r + 3: d in word 2 i + 1
-      __m128i h = a16_bcast32(blk + (size_t)r * ws + 106);
-      A16_UNROLL for (int i = 1; i < 4; i++)
-        if (r + i < R) h = _mm_blend_epi32(h, a16_bcast32(blk + (size_t)(r + i) * ws + 106), 1 << i);
-      const __m256 v = _mm256_mul_ps(_mm256_cvtph_ps(h), _mm256_set1_ps(act[b].d));
-      const __m256i odd = _mm256_setr_epi32(1, 3, 5, 7, 1, 3, 5, 7);
-      _mm_storeu_si128((__m128i *)(dd + r),
-                       _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(_mm256_castps_si256(v), odd)));
-    }
     zq3row st[A16_MAXR];
-    A16_UNROLL for (int r = 0; r < R; r++) {
-      const uint8_t *br = blk + (size_t)r * ws;
-      const __m512i s = _mm512_zextsi128_si512(a16_scales_q3_raw(br + 96));
-      st[r].ta = zq3_table(s, 0);
-      st[r].tb = zq3_table(s, 1);
-      st[r].s = _mm512_srlv_epi16(zbcast32(br), Z_WORDS(0, 0, 4, 4));
-      st[r].lo = l0;
-      st[r].hi = h0;
+    A16_UNROLL for (int r = 0; r < R; r += 4) {
+      const __m512i s4 = zq3_rows4(blk, ws, r, R, act[b].d, dd);
+      A16_UNROLL for (int i = 0; i < 4; i++) {
+        if (r + i >= R) break;
+        st[r + i].ta = zq3_table(s4, i, 0);
+        st[r + i].tb = zq3_table(s4, i, 1);
+        st[r + i].h = zbcast32(blk + (size_t)(r + i) * ws);
+        st[r + i].lo = l0;
+        st[r + i].hi = h0;
+      }
     }
     A16_UNROLL for (int p = 0; p < 4; p++) A16_UNROLL for (int r = 0; r < R; r++) {
       const uint8_t *br = blk + (size_t)r * ws;
-      const __m512i c = _mm512_shuffle_epi8(p & 1 ? st[r].tb : st[r].ta, zq3_index(br + 32, st[r].s, p));
-      st[r].lo = _mm512_dpbusd_epi32(st[r].lo, c, xl[p]);
-      st[r].hi = _mm512_dpbusd_epi32(st[r].hi, c, xh[p]);
+      if (p == 0) st[r].g = zq3_g(st[r].h, 0);
+      if (p == 2) st[r].g = zq3_g(st[r].h, 1);
+      const __m512i u =
+          _mm512_shuffle_epi8(p & 1 ? st[r].tb : st[r].ta, zq3_index(br + 32, st[r].g, p));
+      st[r].lo = _mm512_dpbusd_epi32(st[r].lo, u, xl[p]);
+      st[r].hi = _mm512_dpbusd_epi32(st[r].hi, u, xh[p]);
       Z_KEEP(st[r].lo);
       Z_KEEP(st[r].hi);
     }
@@ -595,40 +688,59 @@ AT AI void yiq4dec(const int R, const uint8_t *w, size_t ws, int64_t nb, const u
   A16_UNROLL for (int r = 0; r < R; r++) y[(size_t)r * yr] = a16_hsum(acc[r]);
 }
 
-// One type's one-token tile.
+// Types whose tiles take a product's zprep (Q2_K, Q3_K; with starts: Q3_K).
+AT AI int zhas_prep(const int type) { return type == WK_Q2_K || type == WK_Q3_K; }
+
+// One type's one-token tile; c: the product's zprep, or NULL (made in the
+// tile). Two copies of the pair tiles' loops, each without a branch in it.
 AT AI void ztile(const int type, const int R, const uint8_t *w, size_t ws, int64_t nb,
-                 const uint8_t *xq, float *y, size_t yr) {
-  if (type == WK_Q2_K) zq2dec(R, w, ws, nb, xq, y, yr);
-  else if (type == WK_Q3_K) zq3dec(R, w, ws, nb, xq, y, yr);
-  else if (type == WK_IQ4_XS) yiq4dec(R, w, ws, nb, xq, y, yr);
-  else zdec(type, R, w, ws, nb, xq, y, yr);
+                 const uint8_t *xq, const int32_t *c, float *y, size_t yr) {
+  if (type == WK_Q2_K) {
+    if (c) zq2dec_loop(R, w, ws, nb, xq, c, y, yr);
+    else zq2dec_loop(R, w, ws, nb, xq, NULL, y, yr);
+  } else if (type == WK_Q3_K) {
+    if (c) zq3dec_loop(R, w, ws, nb, xq, c, y, yr);
+    else zq3dec_loop(R, w, ws, nb, xq, NULL, y, yr);
+  } else if (type == WK_IQ4_XS) {
+    yiq4dec(R, w, ws, nb, xq, y, yr);
+  } else {
+    zdec(type, R, w, ws, nb, xq, y, yr);
+  }
 }
 
-typedef void (*zdec_fn)(const uint8_t *w, size_t ws, int64_t nb, const uint8_t *xq, float *y,
-                        size_t yr);
+typedef void (*zdec_fn)(const uint8_t *w, size_t ws, int64_t nb, const uint8_t *xq,
+                        const int32_t *c, float *y, size_t yr);
+
+// Super-blocks of a product up to which zprep is made once for it (on the
+// stack, 640 bytes each: 40 KB, so that threads with small stacks can call
+// the product; rows of up to 16384 values); longer rows make it in each tile.
+#define ZP_NB 64
 
 // One token through tiles of dm rows taking rows j, j + q, j + 2 q, ... (q =
 // rows / dm: separate memory streams, as a16_gemm), the rest one by one.
-static void zgemm1(zdec_fn dec, zdec_fn one, int dm, const uint8_t *w, size_t ws, int64_t nb,
-                   int rows, const uint8_t *xq, float *y) {
+AT static void zgemm1(const int type, zdec_fn dec, zdec_fn one, int dm, const uint8_t *w,
+                      size_t ws, int64_t nb, int rows, const uint8_t *xq, float *y) {
+  int32_t prep[zhas_prep(type) ? ZP_INTS * ZP_NB : 1] __attribute__((aligned(64)));
+  const int32_t *c = NULL;
+  if (zhas_prep(type) && nb <= ZP_NB) zprep(xq, nb, type == WK_Q3_K, prep), c = prep;
   const int q = rows / dm;
-  for (int j = 0; j < q; j++) dec(w + (size_t)j * ws, ws * (size_t)q, nb, xq, y + j, (size_t)q);
-  for (int r = q * dm; r < rows; r++) one(w + (size_t)r * ws, ws, nb, xq, y + r, 1);
+  for (int j = 0; j < q; j++) dec(w + (size_t)j * ws, ws * (size_t)q, nb, xq, c, y + j, (size_t)q);
+  for (int r = q * dm; r < rows; r++) one(w + (size_t)r * ws, ws, nb, xq, c, y + r, 1);
 }
 
 // T_vec_dot and T_gemm with decode tiles of DM rows.
 #define Z_TYPE(T, TYPE, DM)                                                                  \
   AT static void T##_zdec(const uint8_t *w, size_t ws, int64_t nb, const uint8_t *xq,        \
-                          float *y, size_t yr) {                                             \
-    ztile(TYPE, DM, w, ws, nb, xq, y, yr);                                                   \
+                          const int32_t *c, float *y, size_t yr) {                           \
+    ztile(TYPE, DM, w, ws, nb, xq, c, y, yr);                                                \
   }                                                                                          \
   AT static void T##_zone(const uint8_t *w, size_t ws, int64_t nb, const uint8_t *xq,        \
-                          float *y, size_t yr) {                                             \
-    ztile(TYPE, 1, w, ws, nb, xq, y, yr);                                                    \
+                          const int32_t *c, float *y, size_t yr) {                           \
+    ztile(TYPE, 1, w, ws, nb, xq, c, y, yr);                                                 \
   }                                                                                          \
   static float T##_vec_dot(int64_t n, const void *w, const void *xq) {                      \
     float y;                                                                                 \
-    T##_zone(w, 0, n / 256, xq, &y, 0);                                                      \
+    T##_zone(w, 0, n / 256, xq, NULL, &y, 0);                                                \
     return y;                                                                                \
   }                                                                                          \
   static void T##_gemm(const void *w, size_t ws, int64_t k, int rows, const void *xq,       \
@@ -642,8 +754,8 @@ static void zgemm1(zdec_fn dec, zdec_fn one, int dm, const uint8_t *w, size_t ws
       }                                                                                      \
     }                                                                                        \
     for (int t = 0; t < n_tokens; t++)                                                       \
-      zgemm1(T##_zdec, T##_zone, DM, w, ws, k / 256, rows, (const uint8_t *)xq + (size_t)t * xs, \
-             y + (size_t)t * ys);                                                            \
+      zgemm1(TYPE, T##_zdec, T##_zone, DM, w, ws, k / 256, rows,                             \
+             (const uint8_t *)xq + (size_t)t * xs, y + (size_t)t * ys);                      \
   }
 
 Z_TYPE(q2_k, WK_Q2_K, 4)
@@ -652,6 +764,8 @@ Z_TYPE(q6_k, WK_Q6_K, 3)
 Z_TYPE(iq4_xs, WK_IQ4_XS, 3)
 
 int wk_act16_avx512_k_find(int type, wk_vec_dot_fn *dot, wk_gemm_fn *gemm) {
+  __builtin_cpu_init();
+  if (!__builtin_cpu_supports("avx512vbmi") || !__builtin_cpu_supports("gfni")) return 0;
   static const wk_act16_row rows[] = {
       A16_ROW(WK_Q2_K, q2_k), A16_ROW(WK_Q3_K, q3_k), A16_ROW(WK_Q6_K, q6_k),
       A16_ROW(WK_IQ4_XS, iq4_xs),
