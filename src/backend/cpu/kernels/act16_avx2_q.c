@@ -345,7 +345,10 @@ AT AI void qdec8(const int type, const uint8_t *w, size_t ws, int64_t nb, const 
   for (int64_t b = 0; b < nb; b++) {
     const uint8_t *blk = w + (size_t)b * bytes;
     const int8_t *q = (const int8_t *)xq + wk_act16_bytes(WK_ACT_A16, nb, b);
-    if ((b & 3) == 0 && b + QDEC_AHEAD / (int64_t)bytes < nb)  // every 72..96 bytes
+    // one prefetch per cache line a row's stream moves on (a block that starts
+    // one; Q8_0's 34-byte blocks too); past a row's end it runs into the next
+    // row, which the next tile reads
+    if (((size_t)b * bytes & 63) < bytes)
       A16_UNROLL for (int r = 0; r < 8; r++)
           _mm_prefetch((const char *)(blk + (size_t)r * ws + QDEC_AHEAD), _MM_HINT_T0);
     const uint8_t *row[8];
