@@ -70,6 +70,7 @@ static __device__ __forceinline__ void mma_u8s8(int (&c)[4], uint32_t a0, uint32
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
+// Word t (0..3) of v.
 static __device__ __forceinline__ uint32_t mvt_word(const uint4 &v, int t) {
   return t == 0 ? v.x : t == 1 ? v.y : t == 2 ? v.z : v.w;
 }
