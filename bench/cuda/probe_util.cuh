@@ -1,0 +1,72 @@
+// Host helpers the device probes share (probes.cu, ring.cu): error checks,
+// event and graph timing, launches with programmatic dependent launch, and
+// the device's copy rate.
+#pragma once
+#include <cuda_runtime.h>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <vector>
+#include <algorithm>
+
+#define PCK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { printf("CUDA %s at %d\n", cudaGetErrorString(e_), __LINE__); exit(1); } } while (0)
+
+// Median microseconds of issue() over reps runs, timed by events on st.
+static double events_us(cudaStream_t st, int reps, const std::function<void()> &issue) {
+  cudaEvent_t a, b;
+  PCK(cudaEventCreate(&a)); PCK(cudaEventCreate(&b));
+  std::vector<float> v;
+  for (int r = 0; r < reps; r++) {
+    PCK(cudaEventRecord(a, st));
+    issue();
+    PCK(cudaEventRecord(b, st));
+    PCK(cudaEventSynchronize(b));
+    float ms;
+    PCK(cudaEventElapsedTime(&ms, a, b));
+    v.push_back(ms * 1e3f);
+  }
+  std::sort(v.begin(), v.end());
+  PCK(cudaEventDestroy(a)); PCK(cudaEventDestroy(b));
+  return v[reps / 2];
+}
+
+// Median microseconds of one launch over 7 replays of a graph of L launches
+// (launch(stream, pdl) issues one; pdl: the dependent-launch attribute).
+static double graph_us(const std::function<void(cudaStream_t, int)> &launch, int pdl, int L = 20) {
+  cudaStream_t st;
+  PCK(cudaStreamCreate(&st));
+  cudaGraph_t gr;
+  cudaGraphExec_t ge;
+  PCK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
+  for (int i = 0; i < L; i++) launch(st, pdl);
+  PCK(cudaStreamEndCapture(st, &gr));
+  PCK(cudaGraphInstantiate(&ge, gr, 0));
+  double us = events_us(st, 7, [&] { PCK(cudaGraphLaunch(ge, st)); }) / L;
+  PCK(cudaGraphExecDestroy(ge)); PCK(cudaGraphDestroy(gr)); PCK(cudaStreamDestroy(st));
+  return us;
+}
+
+// Launches kern on a grid of `blocks` with the dependent-launch attribute if pdl.
+template <class K, class... A>
+static void launch_pdl(cudaStream_t st, int pdl, int blocks, int nt, size_t smem, K kern, A... args) {
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(blocks), cfg.blockDim = dim3(nt), cfg.stream = st, cfg.dynamicSmemBytes = smem;
+  cudaLaunchAttribute at[1];
+  at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  at[0].val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = at, cfg.numAttrs = pdl ? 1 : 0;
+  PCK(cudaLaunchKernelEx(&cfg, kern, args...));
+}
+
+// Device-to-device copy rate (bytes read + written a second) over 1 GiB:
+// median of 5 copies timed by events on the default stream (a copy captured
+// in a graph runs on the copy engine, at ~2.8 of the ~4.2 TB/s).
+static double copy_gbps() {
+  size_t cb = 1ull << 30;
+  void *s, *d;
+  PCK(cudaMalloc(&s, cb)); PCK(cudaMalloc(&d, cb));
+  PCK(cudaMemset(s, 1, cb));
+  double us = events_us(0, 5, [&] { PCK(cudaMemcpyAsync(d, s, cb, cudaMemcpyDeviceToDevice)); });
+  PCK(cudaFree(s)); PCK(cudaFree(d));
+  return 2.0 * cb / (us * 1e-6) / 1e9;
+}
