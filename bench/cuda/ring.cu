@@ -3,9 +3,10 @@
 //   ./ring
 // Can a copy engine that never waits for x keep the memory busy across the
 // dependencies of a decode step? The products are those of `probes chain`:
-// 8 dependent F16 products y_{p+1} = W_p y_p (4096 and 8192 square), one
-// persistent launch of 8 phases with a grid barrier between phases (or 8
-// launches of one phase). A block is one producer warp and C consumer warps.
+// 8 dependent F16 products y_{p+1} = W_p y_p (2048, 4096 and 8192 square),
+// one persistent launch of 8 phases with a grid barrier between phases (or 8
+// launches of one phase). k_ring: a block is one producer warp and C consumer
+// warps.
 // The producer's lane 0 streams the block's rows of every phase, one phase
 // after the other, into a ring of S stages of B bytes by bulk copies
 // (`cp.async.bulk`, an mbarrier a stage for "full" and one for "empty"); it
@@ -17,7 +18,10 @@
 // end they sum each row's pieces in order.
 // Two more modes leave out the barriers and x reloads (the ring's own rate),
 // and also the sums (the copy engine's rate).
-// The result is checked against a host product in double precision.
+// k_dyn hands the rows out at run time in chunks; k_regs is `probes chain`'s
+// register-load kernel with the same barrier, for comparison; trace_ring
+// prints k_ring's timeline of a phase boundary. The results are checked
+// against a host product in double precision.
 #include <cuda_fp16.h>
 #include <cstdint>
 #include <cstdio>
