@@ -100,10 +100,14 @@ extern "C" int cuda_test_matmul(int type, const void *w, int rows, int cols, con
   b.c.mv_max_tokens = 16;
   b.c.xpre_bytes = cu_pre_bytes(n, cols);  // x rounded once for the batched products
   TRY(b.alloc(&b.c.xpre, b.c.xpre_bytes, err));
-  if (path == 1) {
+  if (path == 1 || path == 14 || path == 15) {
     b.c.mv_max_tokens = 0;
+    b.c.mmq = path != 15;
     b.c.xh_elems = (size_t)n * cols;
     b.c.wscratch_elems = (size_t)cols * (rows > 64 ? rows / 3 + 1 : rows);  // several chunks
+    // path 14: a scratch so small that the fused kernel's partial sums take
+    // several pieces of rows
+    if (path == 14) b.c.wscratch_elems = (size_t)cols * 8;
     TRY(b.alloc(&b.c.xh, b.c.xh_elems * sizeof(__half), err));
     TRY(b.alloc(&b.c.wscratch, b.c.wscratch_elems * sizeof(__half), err));
     TRY(cu_matmul(&b.c, &cw, dx, n, dy, 0.0f, err));
