@@ -69,7 +69,7 @@ struct cu_ctx {
                           // each weight once
   int mv_ntok16 = 1;      // the same for its 16-bit-x types (WICK_CUDA_NTOK16,
                           // comparison; matvec.cu's mvr_ntok)
-  int mmq = 1;            // batches of up to MMQ_MAX_N tokens on Q4_K weights by the fused
+  int mmq = 1;            // batches of MMQ_MIN_N to MMQ_MAX_N tokens on Q4_K weights by the fused
                           // kernel (mmq.cuh) rather than the GEMM path (WICK_CUDA_MMQ=0: off)
   int mv_tc = 31;         // the types on the tensor-core matrix-vector kernel (mvt.cuh):
                           // bits Q4_K 1, Q6_K 2, Q5_K 4, Q8_0 8, Q4_0 16 (mvt_bit);

@@ -2,8 +2,8 @@
 // of the matrix (session 16): Y (n x rows) = X (n x K, f16) W^T + beta Y,
 // W's blocks dequantized to f16 in registers straight into the A fragments
 // of mma.m16n8k16 (f32 sums), the tokens in the B fragments' 8 columns. For
-// batches past the matrix-vector kernels and up to MMQ_MAX_N tokens (decode
-// steps of 9 to 32 sequences, short prompts): the GEMM path writes and
+// batches past the matrix-vector kernels, of MMQ_MIN_N to MMQ_MAX_N tokens
+// (decode steps of 9 to 32 sequences, short prompts): the GEMM path writes and
 // reads 2 bytes a weight more than it reads of W (8B Q4_K_M: 65-70 us for a
 // 33 MB matrix at 16 tokens against 33 here, bench/cuda/mmq.cu).
 //
@@ -31,7 +31,11 @@
 #include "backend/cuda/mma.cuh"    // mma16816
 #include "backend/cuda/quant.cuh"  // kq_scale_min
 
-enum { MMQ_MAX_N = 32, MMQ_SB = 4, MMQ_WARPS = 8, MMQ_ROWS = 16 * MMQ_WARPS };
+// Batches of MMQ_MIN_N to MMQ_MAX_N tokens: 2 to 4 tiles of 8. (One tile, 5
+// to 8 tokens, beat the tensor-core matrix-vector kernel at 8 sequences of
+// the 8B Q4_K_M, 6.07 against 7.17 ms a step, but has not been through the
+// device's kernel tests yet: session 16.)
+enum { MMQ_MIN_N = 9, MMQ_MAX_N = 32, MMQ_SB = 4, MMQ_WARPS = 8, MMQ_ROWS = 16 * MMQ_WARPS };
 // x in shared memory: token t's sub-block j at t MMQ_TS + j MMQ_JS bytes (the
 // strides put a half-warp's 16 8-byte reads on 32 banks: j 2q + h, 80 bytes
 // apart, moves q by 8 banks; a token 8 bytes more than 32 sub-blocks by 2).
@@ -153,14 +157,15 @@ static cudaError_t mmq_launch_t(const uint8_t *W, size_t rowb, int rows, int K, 
 }
 
 // Y (n x rows, ld rows) = X W^T + beta Y for Q4_K W (rows x K, K a multiple
-// of 256, rows rowb bytes apart, 16-byte aligned), n <= MMQ_MAX_N, x n x K
+// of 256, rows rowb bytes apart, 16-byte aligned), MMQ_MIN_N <= n <=
+// MMQ_MAX_N, x n x K
 // f16; part: part_floats of scratch. Rows in pieces whose partial sums fit.
 // cudaErrorNotSupported: not this kernel's case (the caller takes the GEMM
 // path).
 static cudaError_t mmq_launch(const uint8_t *W, size_t rowb, int rows, int K, const __half *x,
                               int n, float *y, float beta, float *part, size_t part_floats,
                               cudaStream_t st) {
-  if (n < 1 || n > MMQ_MAX_N || K % 256 || rowb % 16 || (uintptr_t)W % 16 || !part)
+  if (n < MMQ_MIN_N || n > MMQ_MAX_N || K % 256 || rowb % 16 || (uintptr_t)W % 16 || !part)
     return cudaErrorNotSupported;
   const size_t splits = (size_t)(K / 256 + MMQ_SB - 1) / MMQ_SB;
   long piece = (long)(part_floats / (splits * (size_t)n));
@@ -171,7 +176,6 @@ static cudaError_t mmq_launch(const uint8_t *W, size_t rowb, int rows, int K, co
     const uint8_t *w = W + (size_t)r0 * rowb;
     cudaError_t e;
     switch ((n + 7) / 8) {
-      case 1: e = mmq_launch_t<1>(w, rowb, r1 - r0, K, x, n, part, y + r0, rows, beta, st); break;
       case 2: e = mmq_launch_t<2>(w, rowb, r1 - r0, K, x, n, part, y + r0, rows, beta, st); break;
       case 3: e = mmq_launch_t<3>(w, rowb, r1 - r0, K, x, n, part, y + r0, rows, beta, st); break;
       default: e = mmq_launch_t<4>(w, rowb, r1 - r0, K, x, n, part, y + r0, rows, beta, st); break;
