@@ -1,9 +1,12 @@
-// Host helpers the device probes share (probes.cu, ring.cu): error checks,
-// event and graph timing, launches with programmatic dependent launch, and
-// the device's copy rate.
+// Host helpers the device probes share (probes.cu, ring.cu, ring_q4k.cu,
+// mmq.cu): error checks, event and graph timing, launches with programmatic
+// dependent launch, the device's copy rate, device arrays, Q4_K values.
 #pragma once
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
+#include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <cstdlib>
 #include <functional>
 #include <vector>
@@ -69,4 +72,32 @@ static double copy_gbps() {
   double us = events_us(0, 5, [&] { PCK(cudaMemcpyAsync(d, s, cb, cudaMemcpyDeviceToDevice)); });
   PCK(cudaFree(s)); PCK(cudaFree(d));
   return 2.0 * cb / (us * 1e-6) / 1e9;
+}
+
+// A device copy of v (an array of device pointers, say).
+template <class T>
+static T *dev_array(const std::vector<T> &v) {
+  T *d;
+  PCK(cudaMalloc((void **)&d, v.size() * sizeof(T)));
+  PCK(cudaMemcpy((void *)d, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice));
+  return d;
+}
+
+// Host: value j (0..255) of the Q4_K block at b (d, dmin, 12 scale bytes, 128
+// qs bytes: sub-block 2c in the low nibbles of qs[32c ..], 2c + 1 in the high).
+static float host_q4k_value(const uint8_t *b, int j) {
+  __half_raw hd, hm;
+  memcpy(&hd.x, b, 2), memcpy(&hm.x, b + 2, 2);
+  const float d = __half2float(__half(hd)), dm = __half2float(__half(hm));
+  const uint8_t *sc = b + 4, *qs = b + 16;
+  const int sub = j / 32, l = j % 32;
+  int s, m;
+  if (sub < 4) {
+    s = sc[sub] & 63, m = sc[sub + 4] & 63;
+  } else {
+    s = (sc[sub + 4] & 15) | ((sc[sub - 4] >> 6) << 4);
+    m = (sc[sub + 4] >> 4) | ((sc[sub] >> 6) << 4);
+  }
+  const int code = sub % 2 ? qs[32 * (sub / 2) + l] >> 4 : qs[32 * (sub / 2) + l] & 15;
+  return d * s * code - dm * m;
 }

@@ -106,7 +106,7 @@ k_ring(ring_args a, int p0, int np, int pdl, int S, int B, int sync, int lpb, in
   uint64_t *full = (uint64_t *)(ring + (size_t)S * B), *empty = full + S;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   if (threadIdx.x == 0) {
-    for (int i = 0; i < S; i++) mb_init(&full[i], 1), mb_init(&empty[i], C);
+    for (int i = 0; i < S; i++) bar_init_n(&full[i], 1), bar_init_n(&empty[i], C);
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
   __syncthreads();
@@ -122,12 +122,12 @@ k_ring(ring_args a, int p0, int np, int pdl, int S, int B, int sync, int lpb, in
           const int slot = (int)(g % S);
           if (g >= (uint32_t)S) {
             const unsigned long long t0 = T ? gtime() : 0;
-            mb_wait(&empty[slot], (g / S - 1) & 1);
+            bar_wait(&empty[slot], (g / S - 1) & 1);
             if (T) stall += gtime() - t0;
           }
           const uint32_t len = min((uint32_t)B, bytes - (uint32_t)s * B);
-          mb_expect(&full[slot], len);
-          mb_copy(ring + (size_t)slot * B, src + (size_t)s * B, len, &full[slot]);
+          bar_expect(&full[slot], len);
+          bulk_copy(ring + (size_t)slot * B, src + (size_t)s * B, len, &full[slot]);
           if (T && s == 0) T[T_ISSUE0] = gtime();
         }
         if (T) T[T_ISSUE1] = gtime(), T[T_STALL] = stall;
@@ -152,7 +152,7 @@ k_ring(ring_args a, int p0, int np, int pdl, int S, int B, int sync, int lpb, in
     if (T) T[T_STAGED] = gtime();
     for (int s = 0; s < ns; s++, g++) {
       const int slot = (int)(g % S);
-      mb_wait(&full[slot], (g / S) & 1);
+      bar_wait(&full[slot], (g / S) & 1);
       if (T && s == 0) T[T_FIRST] = gtime();
       const uint32_t len = min((uint32_t)B, bytes - (uint32_t)s * B);
       const unsigned char *st = ring + (size_t)slot * B;
@@ -172,7 +172,7 @@ k_ring(ring_args a, int p0, int np, int pdl, int S, int B, int sync, int lpb, in
         if (lane == 0) part[r * slices + sl] = t;
       }
       __syncwarp();
-      if (lane == 0) mb_arrive(&empty[slot]);
+      if (lane == 0) bar_arrive(&empty[slot]);
     }
     if (T) T[T_DONE] = gtime();
     consumers_sync(CT);
@@ -204,7 +204,7 @@ k_dyn(ring_args a, unsigned *cnt, int p0, int np, int S, int B, int sync, int wo
   int *meta = (int *)(empty + S);
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   if (threadIdx.x == 0) {
-    for (int i = 0; i < S; i++) mb_init(&full[i], 1), mb_init(&empty[i], C);
+    for (int i = 0; i < S; i++) bar_init_n(&full[i], 1), bar_init_n(&empty[i], C);
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
   __syncthreads();
@@ -217,17 +217,17 @@ k_dyn(ring_args a, unsigned *cnt, int p0, int np, int S, int B, int sync, int wo
         const unsigned char *src = (const unsigned char *)a.W[p];
         for (;; g++) {
           const int slot = (int)(g % S);
-          if (g >= (uint32_t)S) mb_wait(&empty[slot], (g / S - 1) & 1);
+          if (g >= (uint32_t)S) bar_wait(&empty[slot], (g / S - 1) & 1);
           const int c = (int)atomicAdd(&cnt[p], 1u);
           if (c >= nchunks) {
             meta[slot] = -1;
-            mb_arrive(&full[slot]);
+            bar_arrive(&full[slot]);
             g++;
             break;
           }
           meta[slot] = c;
-          mb_expect(&full[slot], (uint32_t)B);
-          mb_copy(ring + (size_t)slot * B, src + (size_t)c * B, (uint32_t)B, &full[slot]);
+          bar_expect(&full[slot], (uint32_t)B);
+          bulk_copy(ring + (size_t)slot * B, src + (size_t)c * B, (uint32_t)B, &full[slot]);
         }
       }
     }
@@ -247,7 +247,7 @@ k_dyn(ring_args a, unsigned *cnt, int p0, int np, int S, int B, int sync, int wo
     }
     for (;; g++) {
       const int slot = (int)(g % S);
-      mb_wait(&full[slot], (g / S) & 1);
+      bar_wait(&full[slot], (g / S) & 1);
       const int c = meta[slot];
       if (c >= 0 && work) {
         const unsigned char *st = ring + (size_t)slot * B;
@@ -265,7 +265,7 @@ k_dyn(ring_args a, unsigned *cnt, int p0, int np, int S, int B, int sync, int wo
         }
       }
       __syncwarp();
-      if (lane == 0) mb_arrive(&empty[slot]);
+      if (lane == 0) bar_arrive(&empty[slot]);
       if (c < 0) {
         g++;
         break;
@@ -483,10 +483,7 @@ int main() {
       ref.swap(nx);
     }
     h.clear();
-    PCK(cudaMalloc((void **)&a.W, P * sizeof(void *)));
-    PCK(cudaMalloc((void **)&a.y, (P + 1) * sizeof(void *)));
-    PCK(cudaMemcpy((void *)a.W, Wh.data(), P * sizeof(void *), cudaMemcpyHostToDevice));
-    PCK(cudaMemcpy((void *)a.y, yh.data(), (P + 1) * sizeof(void *), cudaMemcpyHostToDevice));
+    a.W = dev_array(Wh), a.y = dev_array(yh);
     PCK(cudaMalloc((void **)&a.bar, P * sizeof(unsigned)));
     const double mb = (double)n * n * 2 / 1e6;
     printf("n %d: %.1f MB a product, %.2f us at the copy rate\n", n, mb, mb / bw * 1e3);

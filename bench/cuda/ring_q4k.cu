@@ -95,7 +95,7 @@ __global__ void __launch_bounds__(32 * (C + 1), 1) k_rq(rq_args a, int np, int S
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const bool sync = mode == 0 || mode == 3, work = mode == 0 || mode == 1 || mode == 4;
   if (threadIdx.x == 0) {
-    for (int i = 0; i < S; i++) mb_init(&full[i], 1), mb_init(&empty[i], 4);
+    for (int i = 0; i < S; i++) bar_init_n(&full[i], 1), bar_init_n(&empty[i], 4);
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
   __syncthreads();
@@ -107,15 +107,15 @@ __global__ void __launch_bounds__(32 * (C + 1), 1) k_rq(rq_args a, int np, int S
       for (int t = T0; t < T1; t++)
         for (int c = 0; c < spt; c++, g++) {
           const int slot = (int)(g % S);
-          if (g >= (uint32_t)S) mb_wait(&empty[slot], (g / S - 1) & 1);
+          if (g >= (uint32_t)S) bar_wait(&empty[slot], (g / S - 1) & 1);
           if (mode == 4) {  // no copy: the stage completes at once
-            if (lane == 0) mb_arrive(&full[slot]);
+            if (lane == 0) bar_arrive(&full[slot]);
             continue;
           }
-          if (lane == 0) mb_expect(&full[slot], 16 * RQ_ROW);
+          if (lane == 0) bar_expect(&full[slot], 16 * RQ_ROW);
           __syncwarp();
           if (lane < 16)
-            mb_copy(ring + (size_t)slot * RQ_STAGE + lane * RQ_RS,
+            bulk_copy(ring + (size_t)slot * RQ_STAGE + lane * RQ_RS,
                     a.W[p] + (size_t)(16 * t + lane) * rowb + (size_t)c * RQ_ROW, RQ_ROW,
                     &full[slot]);
         }
@@ -139,7 +139,7 @@ __global__ void __launch_bounds__(32 * (C + 1), 1) k_rq(rq_args a, int np, int S
       for (int c = 0; c < spt; c++, g++) {
         if (c % NG != grp) continue;
         const int slot = (int)(g % S);
-        mb_wait(&full[slot], (g / S) & 1);
+        bar_wait(&full[slot], (g / S) & 1);
         if (work) {
 #pragma unroll
           for (int k = sb; k < RQ_SB; k += 4) {
@@ -156,7 +156,7 @@ __global__ void __launch_bounds__(32 * (C + 1), 1) k_rq(rq_args a, int np, int S
           }
         }
         __syncwarp();
-        if (lane == 0) mb_arrive(&empty[slot]);
+        if (lane == 0) bar_arrive(&empty[slot]);
       }
       const float r0 = quad_sum(acc[0][0]), r1 = quad_sum(acc[0][1]);
       if ((lane & 3) == 0) part[warp * 16 + gl] = r0, part[warp * 16 + gl + 8] = r1;
@@ -171,23 +171,6 @@ __global__ void __launch_bounds__(32 * (C + 1), 1) k_rq(rq_args a, int np, int S
   }
 }
 
-// Host: the Q4_K block's value j (0..255).
-static float q4k_value(const uint8_t *b, int j) {
-  __half_raw hd, hm;
-  memcpy(&hd.x, b, 2), memcpy(&hm.x, b + 2, 2);
-  const float d = __half2float(__half(hd)), dm = __half2float(__half(hm));
-  const uint8_t *sc = b + 4, *qs = b + 16;
-  const int sub = j / 32, c = sub / 2, l = j % 32;
-  int s, m;
-  if (sub < 4) {
-    s = sc[sub] & 63, m = sc[sub + 4] & 63;
-  } else {
-    s = (sc[sub + 4] & 15) | ((sc[sub - 4] >> 6) << 4);
-    m = (sc[sub + 4] >> 4) | ((sc[sub] >> 6) << 4);
-  }
-  const int q = sub % 2 ? qs[32 * c + l] >> 4 : qs[32 * c + l] & 15;
-  return d * s * q - dm * m;
-}
 // Host: x as the device rounds it (16 bits per 32 values).
 static void round16(std::vector<double> &x) {
   for (size_t g = 0; g < x.size(); g += 32) {
@@ -245,10 +228,7 @@ static void profile(int sms) {
     PCK(cudaMalloc((void **)&yh[p], (size_t)n * sizeof(float)));
     PCK(cudaMemset(yh[p], 0, (size_t)n * sizeof(float)));
   }
-  PCK(cudaMalloc((void **)&a.W, P * sizeof(void *)));
-  PCK(cudaMalloc((void **)&a.y, (P + 1) * sizeof(void *)));
-  PCK(cudaMemcpy((void *)a.W, Wh.data(), P * sizeof(void *), cudaMemcpyHostToDevice));
-  PCK(cudaMemcpy((void *)a.y, yh.data(), (P + 1) * sizeof(void *), cudaMemcpyHostToDevice));
+  a.W = dev_array(Wh), a.y = dev_array(yh);
   PCK(cudaMalloc((void **)&a.bar, P * sizeof(unsigned)));
   auto kern = k_rq<16, 8, 0>;
   const size_t smem = rq_smem(n, S, 8, 0);
@@ -309,16 +289,13 @@ int main(int argc, char **argv) {
       for (int r = 0; r < n; r++) {
         const uint8_t *rp = h[p].data() + (size_t)r * rowb;
         double t = 0;
-        for (int j = 0; j < n; j++) t += (double)q4k_value(rp + 144 * (j / 256), j % 256) * ref[j];
+        for (int j = 0; j < n; j++) t += (double)host_q4k_value(rp + 144 * (j / 256), j % 256) * ref[j];
         nx[r] = (float)t;  // the device's f32 output
       }
       ref.swap(nx);
     }
     h.clear();
-    PCK(cudaMalloc((void **)&a.W, P * sizeof(void *)));
-    PCK(cudaMalloc((void **)&a.y, (P + 1) * sizeof(void *)));
-    PCK(cudaMemcpy((void *)a.W, Wh.data(), P * sizeof(void *), cudaMemcpyHostToDevice));
-    PCK(cudaMemcpy((void *)a.y, yh.data(), (P + 1) * sizeof(void *), cudaMemcpyHostToDevice));
+    a.W = dev_array(Wh), a.y = dev_array(yh);
     PCK(cudaMalloc((void **)&a.bar, P * sizeof(unsigned)));
     const double mb = (double)n * rowb / 1e6;
     printf("n %d: %.1f MB a product, %.2f us at the copy rate\n", n, mb, mb / bw * 1e3);
