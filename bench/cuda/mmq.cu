@@ -1,13 +1,14 @@
 // Probe of session 16 (docs/CUDA.md, "Session 16"), standalone:
 //   nvcc -O3 -arch=sm_90 -std=c++17 -Isrc -Iinclude bench/cuda/mmq.cu -lcublas -o mmq && ./mmq
-// The fused batch kernel of src/backend/cuda/mmq.cuh (Q4_K dequantized to f16
-// in registers straight into mma.m16n8k16 fragments, tokens as B's columns;
-// written here first, then moved into the engine) at the 8B shapes for 8 to
+// The fused batch kernel (mmq_fmt.cuh: the per-type version staged for
+// src/backend/cuda/mmq.cuh; Q4_K dequantized to f16 in registers straight
+// into mma.m16n8k16 fragments, tokens as B's columns) at the 8B shapes for 8 to
 // 32 tokens (one to four tiles of 8), against the GEMM path's way (every row
 // dequantized to f16 by a kernel, a plain one here, then cublasGemmEx),
 // cuBLAS alone on the f16 copy, and the matrix's bytes at the copy rate.
 // Checked against a host product of the dequantized weights in double
-// precision.
+// precision. `mmq check`: the kernel's opt-in cases (Q6_K; 1 to 8 tokens)
+// against host products.
 #include <cublas_v2.h>
 #include <cuda_fp16.h>
 #include <cstdint>
@@ -15,10 +16,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <cmath>
+#include <utility>
 #include <vector>
 
 #include "backend/cuda/internal.cuh"
-#include "backend/cuda/mmq.cuh"  // k_mmq, mmq_launch_t; quant.cuh: qtype<WK_Q4_K>::deq
+#include "mmq_fmt.cuh"  // k_mmq, mmq_launch(_t); quant.cuh: qtype<WK_Q4_K>::deq
 #include "probe_util.cuh"
 
 #define BCK(x) do { if ((x) != CUBLAS_STATUS_SUCCESS) { printf("cuBLAS error at %d\n", __LINE__); exit(1); } } while (0)
@@ -34,7 +36,84 @@ __global__ void k_deq_q4k(const uint8_t *__restrict__ W, int rows, int K, __half
   for (int l = 0; l < 32; l++) o[r * K + 32 * j + l] = __float2half_rn(v[l]);
 }
 
-int main() {
+// Host: value j (0..255) of the Q6_K block at b (ql[128], qh[64], 16 int8
+// scales, d): for half h and l < 32, values 128 h + l + 32 i (i = 0..3) are
+// the low nibble of ql[64 h + l] (i 0), of ql[64 h + 32 + l] (1), their high
+// nibbles (2, 3), with bits 2i, 2i + 1 of qh[32 h + l] above, minus 32,
+// times d sc[8 h + l / 16 + 2 i].
+static float host_q6k_value(const uint8_t *b, int j) {
+  const int h = j / 128, i = (j % 128) / 32, l = j % 32;
+  const uint8_t ql = b[64 * h + (i & 1) * 32 + l], qh = b[128 + 32 * h + l];
+  const int code = ((i >> 1 ? ql >> 4 : ql & 15) | (((qh >> (2 * i)) & 3) << 4)) - 32;
+  __half_raw hd;
+  memcpy(&hd.x, b + 208, 2);
+  return __half2float(__half(hd)) * (float)(int8_t)b[192 + 8 * h + l / 16 + 2 * i] * code;
+}
+
+// `mmq check`: the kernel's opt-in cases against a host product: Q6_K, and
+// one tile (1 to 8 tokens) of Q4_K and Q6_K; rows off the 128-row blocks, a
+// K split of 1 super-block after one of 4.
+static int check(void) {
+  int fails = 0;
+  for (int type : {WK_Q4_K, WK_Q6_K})
+    for (auto sh : {std::pair<int, int>{300, 1280}, {4096, 4096}}) {
+      const int rows = sh.first, K = sh.second, bytes = type == WK_Q4_K ? 144 : 210;
+      const size_t rowb = (size_t)K / 256 * bytes, wb = rows * rowb;
+      std::vector<uint8_t> hw(wb);
+      uint32_t s = 7u + rows + type;
+      auto rnd = [&] { return s = s * 1664525u + 1013904223u, s >> 8; };
+      for (auto &v : hw) v = (uint8_t)rnd();
+      for (size_t b = 0; b < wb; b += bytes) {
+        const __half_raw hd = __half((0.5f + (rnd() % 1000) / 1000.0f) / 64.0f);
+        const __half_raw hm = __half(__half2float(__half(hd)) / 3.0f);
+        if (type == WK_Q4_K) memcpy(&hw[b], &hd.x, 2), memcpy(&hw[b + 2], &hm.x, 2);
+        else memcpy(&hw[b + 208], &hd.x, 2);
+      }
+      uint8_t *W;
+      PCK(cudaMalloc((void **)&W, wb + 16));
+      PCK(cudaMemcpy(W, hw.data(), wb, cudaMemcpyHostToDevice));
+      std::vector<__half> hx((size_t)32 * K);
+      for (auto &v : hx) v = __float2half((float)(rnd() % 2000) / 1000.0f - 1.0f);
+      __half *xd;
+      float *yd, *part;
+      const size_t pf = (size_t)(K / 1024 + 1) * 32 * rows;
+      PCK(cudaMalloc((void **)&xd, hx.size() * 2));
+      PCK(cudaMemcpy(xd, hx.data(), hx.size() * 2, cudaMemcpyHostToDevice));
+      PCK(cudaMalloc((void **)&yd, (size_t)32 * rows * 4));
+      PCK(cudaMalloc((void **)&part, pf * 4));
+      for (int n : {1, 5, 8, 9, 17, 32}) {
+        PCK(cudaMemset(yd, 0xff, (size_t)n * rows * 4));
+        PCK(type == WK_Q4_K ? mmq_launch<WK_Q4_K>(W, rowb, rows, K, xd, n, 1, yd, 0.0f, part, pf, 0)
+                            : mmq_launch<WK_Q6_K>(W, rowb, rows, K, xd, n, 1, yd, 0.0f, part, pf, 0));
+        PCK(cudaDeviceSynchronize());
+        std::vector<float> y((size_t)n * rows);
+        PCK(cudaMemcpy(y.data(), yd, y.size() * 4, cudaMemcpyDeviceToHost));
+        double worst = 0;
+        for (int r = 0; r < rows; r += rows > 1000 ? 13 : 1)
+          for (int t = 0; t < n; t++) {
+            double ref = 0, mag = 0;
+            for (int j = 0; j < K; j++) {
+              const uint8_t *blk = &hw[r * rowb + (j / 256) * bytes];
+              const double w = type == WK_Q4_K ? host_q4k_value(blk, j % 256) : host_q6k_value(blk, j % 256);
+              const double xv = __half2float(hx[(size_t)t * K + j]);
+              ref += w * xv, mag += fabs(w * xv);
+            }
+            const double e = fabs(y[(size_t)t * rows + r] - ref) / (mag + 1e-6);
+            if (!(e <= worst)) worst = std::isnan(e) ? INFINITY : e;
+          }
+        const bool ok = worst <= 2e-3;
+        fails += !ok;
+        printf("check %s %5dx%-5d n=%2d: max error %.2e of sum|wx|%s\n", type == WK_Q4_K ? "q4_k" : "q6_k",
+               rows, K, n, worst, ok ? "" : "  FAIL");
+      }
+      PCK(cudaFree(W)); PCK(cudaFree(xd)); PCK(cudaFree(yd)); PCK(cudaFree(part));
+    }
+  printf("check: %d failed\n", fails);
+  return fails ? 1 : 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc > 1 && !strcmp(argv[1], "check")) return check();
   const double bw = copy_gbps();
   printf("copy %.0f GB/s\n", bw);
   cublasHandle_t blas;

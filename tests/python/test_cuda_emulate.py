@@ -4,7 +4,7 @@ Each script re-implements a kernel's loads and arithmetic on the host, checks
 it against an independent product (the gguf package's dequantizer, or the FP8
 formula) within the kernel test's bound, and plants mistakes that must fail
 that bound; it exits non-zero otherwise (mmq_emulate.py: the fused batch
-kernel's Q4_K and Q6_K fragments). mvr_split_emulate.py does the same for
+kernel's Q4_K and Q6_K formats). mvr_split_emulate.py does the same for
 the register kernel's split grid: every item of every row counted once. They check the formats' design, not
 the compiled kernels (the device runs of bench/cuda/session.sh do that), and
 run here so they keep working as the formats change.

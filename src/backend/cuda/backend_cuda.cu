@@ -393,9 +393,8 @@ static int cuda_prepare(wk_backend *b, const wk_model *m, const wk_backend_param
   // all), for batches of at least WICK_CUDA_TC_MIN tokens (default: the
   // type's, mvt_cfg), at most WICK_CUDA_TC_NTOK (4 or 8) tokens a block; the
   // others take the register-streamed one. Comparison.
-  const char *mq = getenv("WICK_CUDA_MMQ"), *mqm = getenv("WICK_CUDA_MMQ_MIN");
-  s->c.mmq = mq ? atoi(mq) & 3 : 1;
-  s->c.mmq_min = mqm && atoi(mqm) >= 1 ? atoi(mqm) : MMQ_MIN_N;  // (internal.cuh)
+  const char *mq = getenv("WICK_CUDA_MMQ");
+  s->c.mmq = mq ? atoi(mq) != 0 : 1;
   const char *tce = getenv("WICK_CUDA_TC"), *tcm = getenv("WICK_CUDA_TC_MIN");
   s->c.mv_tc = tce ? atoi(tce) & 31 : 31;
   s->c.mv_tc_min = tcm && atoi(tcm) >= 1 ? atoi(tcm) : 0;

@@ -20,8 +20,7 @@ extern "C" {
 // path (dequantize + cuBLAS; since session 16 Q4_K batches of 9 to 32
 // tokens take the fused kernel, mmq.cuh); 14: path 1 with a scratch of 8
 // rows (the fused kernel in several pieces of rows); 15: path 1 without
-// the fused kernel; 16: path 1 with the fused kernel's opt-in cases too
-// (Q6_K, and 1 to 8 tokens: one tile); 2: (n = 1) the rows as three matrices in one
+// the fused kernel; 2: (n = 1) the rows as three matrices in one
 // launch of path 0; 3: f32 x for every type (v4); 4: the streamed kernel
 // (int8 x for the quantized types); 5: (rows == cols) y = W (W x), two
 // launches of path 4 with programmatic dependent launch, the second reading

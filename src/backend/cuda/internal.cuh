@@ -41,9 +41,6 @@ static inline size_t cu_pre_bytes(int n, int cols) {
   return MVR_PRE_HEAD + (size_t)n * ((2 * (size_t)cols + (size_t)cols / 32 * 16 + 15) & ~(size_t)15);
 }
 
-// The fused batch kernel's fewest tokens by default (mmq.cuh: 2 tiles of 8).
-enum { MMQ_MIN_N = 9 };
-
 // What every op needs: the stream, the cuBLAS handle and scratch space.
 struct cu_ctx {
   cudaStream_t st;
@@ -72,11 +69,8 @@ struct cu_ctx {
                           // each weight once
   int mv_ntok16 = 1;      // the same for its 16-bit-x types (WICK_CUDA_NTOK16,
                           // comparison; matvec.cu's mvr_ntok)
-  int mmq = 1;            // the types whose batches of mmq_min to MMQ_MAX_N tokens the fused
-                          // kernel takes (mmq.cuh) rather than the GEMM path: bits Q4_K 1,
-                          // Q6_K 2 (WICK_CUDA_MMQ; Q6_K not yet through the device tests)
-  int mmq_min = MMQ_MIN_N;  // ... from this many tokens (WICK_CUDA_MMQ_MIN, 1..: below 9 the
-                            // one-tile form, not yet through the device tests)
+  int mmq = 1;            // batches of MMQ_MIN_N to MMQ_MAX_N tokens on Q4_K weights by the fused
+                          // kernel (mmq.cuh) rather than the GEMM path (WICK_CUDA_MMQ=0: off)
   int mv_tc = 31;         // the types on the tensor-core matrix-vector kernel (mvt.cuh):
                           // bits Q4_K 1, Q6_K 2, Q5_K 4, Q8_0 8, Q4_0 16 (mvt_bit);
                           // the others' register-streamed one (WICK_CUDA_TC, comparison)

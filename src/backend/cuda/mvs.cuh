@@ -50,12 +50,14 @@ struct mvs_shape {
 static __device__ __forceinline__ uint32_t smem_u32(const void *p) {
   return (uint32_t)__cvta_generic_to_shared(p);
 }
+static __device__ __forceinline__ void bar_init(uint64_t *bar) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(smem_u32(bar)) : "memory");
+}
 // A barrier whose phases complete after `count` arrivals (and their bytes).
 static __device__ __forceinline__ void bar_init_n(uint64_t *bar, unsigned count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(count)
                : "memory");
 }
-static __device__ __forceinline__ void bar_init(uint64_t *bar) { bar_init_n(bar, 1); }
 // One arrival.
 static __device__ __forceinline__ void bar_arrive(uint64_t *bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_u32(bar)) : "memory");

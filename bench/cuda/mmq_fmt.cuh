@@ -1,0 +1,294 @@
+// Staged for src/backend/cuda/mmq.cuh (session 16): the fused batch kernel
+// with per-type formats (mmq_fmt): Q4_K as the engine's kernel computes it,
+// Q6_K new, and batches of 1 to 8 tokens (one tile of 8). Written after the
+// session's last device call, so it lives here until `mmq check` (mmq.cu)
+// and the kernel tests have run it on the device; then it replaces the
+// engine's Q4_K-only kernel. The design is checked on the host by
+// mmq_emulate.py (in make test).
+//
+// Y (n x rows) = X (n x K, f16) W^T + beta Y, W's blocks dequantized to f16
+// in registers straight into the A fragments of mma.m16n8k16 (f32 sums),
+// the tokens in the B fragments' 8 columns.
+//
+// A block: 8 warps, each a 16-row tile (128 rows a block), over MMQ_SB
+// super-blocks of K (blockIdx.y: the K split; the last may be shorter); the
+// split's x is staged once in shared memory. Lane (g, q) (g = lane / 4, q =
+// lane % 4) holds rows g and g + 8 of its tile; for each of a super-block's
+// 16 k-steps its format (mmq_fmt) makes the A fragment from the lane's own
+// bytes and names the 4 x values the lane's B pair multiplies. The mma's k
+// order is so a permutation of the values, chosen to suit each format's
+// byte layout; B reads x in the same order: x's 4 values of a word are
+// staged as (x0, x2, x1, x3), one 8-byte load a lane and tile.
+//
+// The splits' partial sums go to a buffer and k_mmq_sum adds them in split
+// order: every result is the same run to run.
+#ifndef WICK_BENCH_CUDA_MMQ_FMT_CUH
+#define WICK_BENCH_CUDA_MMQ_FMT_CUH
+
+#include "backend/cuda/internal.cuh"
+#include "backend/cuda/mma.cuh"       // mma16816
+#include "backend/cuda/mvr.cuh"       // mvr_ld16_a2, mvr_ld2
+#include "backend/cuda/quant.cuh"     // kq_scale_min
+
+enum { MMQ_MAX_N = 32, MMQ_SB = 4, MMQ_WARPS = 8, MMQ_ROWS = 16 * MMQ_WARPS };
+// x in shared memory: token t's sub-block j at t MMQ_TS + j MMQ_JS bytes (the
+// strides put a half-warp's 16 8-byte reads on 32 banks: j 2q + h, 80 bytes
+// apart, moves q by 8 banks; a token 8 bytes more than 32 sub-blocks by 2).
+enum { MMQ_SUBS = 8 * MMQ_SB, MMQ_JS = 80, MMQ_TS = MMQ_SUBS * MMQ_JS + 8 };
+
+template <int T>
+struct mmq_fmt;
+
+// Per type: BYTES a block; w_t, a lane's raw registers of one super-block
+// (rows g and g + 8); load(w, p0, p1, q) from the blocks at p0, p1;
+// scales(w, q, s) the lane's f16 scales; frag(w, s, q, st, a) the A
+// fragment of k-step st (0..15); xcol(q, st) the super-block column of the
+// 4 x values lane q's B pair of k-step st multiplies (bytes 0, 2 of a word
+// at k 2q, 2q + 1; bytes 1, 3 at 2q + 8, 2q + 9).
+
+// Q4_K: lane q reads chunk q of its rows (qs bytes 32q .. 32q + 32: sub-block
+// 2q in the low nibbles, 2q + 1 in the high ones); k-step st takes word st
+// / 2 of the chunk, its low nibbles (st even) or high ones. Codes to f16 by
+// the 0x6400 exponent (1024 + code, exact, minus 1024: exact), then code (d
+// sc) - dmin m in one f16 fma a pair, d sc and dmin m rounded to f16 once a
+// sub-block (the GEMM path rounds d sc code - dmin m once: both are the
+// weight to f16's precision).
+template <>
+struct mmq_fmt<WK_Q4_K> {
+  static constexpr int BYTES = 144;
+  struct w_t {
+    uint4 h[2];     // [row]: d, dmin, 12 scale bytes
+    uint4 c[2][2];  // [row][half]: chunk q
+  };
+  struct s_t {
+    __half2 s[2][2], m[2][2];  // [row][hi]: sub-block 2q + hi's d sc, dmin m
+  };
+  static __device__ __forceinline__ void load(w_t &w, const uint8_t *p0, const uint8_t *p1,
+                                              int q) {
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+      const uint8_t *p = r ? p1 : p0;
+      w.h[r] = __ldg((const uint4 *)p);
+      w.c[r][0] = __ldg((const uint4 *)(p + 16 + 32 * q));
+      w.c[r][1] = __ldg((const uint4 *)(p + 32 + 32 * q));
+    }
+  }
+  static __device__ __forceinline__ void scales(const w_t &w, int q, s_t &s) {
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+      const float d = __half2float(__ushort_as_half((unsigned short)w.h[r].x));
+      const float dm = __half2float(__ushort_as_half((unsigned short)(w.h[r].x >> 16)));
+#pragma unroll
+      for (int hi = 0; hi < 2; hi++) {
+        float sc, mn;
+        kq_scale_min(w.h[r].y, w.h[r].z, w.h[r].w, 2 * q + hi, &sc, &mn);
+        s.s[r][hi] = __float2half2_rn(d * sc), s.m[r][hi] = __float2half2_rn(dm * mn);
+      }
+    }
+  }
+  static __device__ __forceinline__ void frag(const w_t &w, const s_t &s, int, int st,
+                                              uint32_t (&a)[4]) {
+    const int wd = st >> 1, hi = st & 1, e = wd & 3;
+    const __half2 k1024 = __float2half2_rn(1024.0f);
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+      const uint4 v = w.c[r][wd >> 2];
+      const uint32_t x = e == 0 ? v.x : e == 1 ? v.y : e == 2 ? v.z : v.w, t = hi ? x >> 4 : x;
+      const uint32_t c02 = (t & 0x000F000Fu) | 0x64006400u;
+      const uint32_t c13 = ((t >> 8) & 0x000F000Fu) | 0x64006400u;
+      const __half2 nm = __hneg2(s.m[r][hi]);
+      const __half2 v02 = __hfma2(__hsub2(*(const __half2 *)&c02, k1024), s.s[r][hi], nm);
+      const __half2 v13 = __hfma2(__hsub2(*(const __half2 *)&c13, k1024), s.s[r][hi], nm);
+      a[r] = *(const uint32_t *)&v02, a[2 + r] = *(const uint32_t *)&v13;
+    }
+  }
+  static __device__ __forceinline__ int xcol(int q, int st) {
+    return 32 * (2 * q + (st & 1)) + 4 * (st >> 1);
+  }
+};
+
+// Q6_K (210 bytes, 2-byte aligned: ql[128], qh[64], 16 int8 scales, d):
+// lane q takes half hf = q / 2 of the super-block and the 16 l = 16 (q % 2)
+// .. + 16 of it: ql bytes 64 hf + l (a) and 64 hf + 32 + l (b), qh bytes 128
+// + 32 hf + l, read as aligned words joined by funnel shifts (mvr_ld16_a2).
+// Value 128 hf + 32 j + l (j = 0..3) is the low nibble of a (j 0) or b (1),
+// the high nibble of a (2) or b (3), with qh bits 2j, 2j + 1 above it, minus
+// 32, times d sc[8 hf + l / 16 + 2 j]. k-step st is quarter j = st / 4, word
+// st % 4 of the 16 l. Codes to f16 by the 0x6400 exponent, minus 1056
+// (exact), times d sc rounded to f16 once a quarter.
+template <>
+struct mmq_fmt<WK_Q6_K> {
+  static constexpr int BYTES = 210;
+  struct w_t {
+    uint32_t a[2][5], b[2][5], h[2][5];  // [row]: raw words (mvr_ld16_a2)
+    uint32_t sc[2];                       // [row]: the lane's 4 scales (int8, j = 0..3)
+    uint32_t d[2];                        // [row]: d (f16 bits), the runs' funnel shift << 16
+  };
+  struct s_t {
+    __half2 s[2][4];  // [row][j]
+  };
+  static __device__ __forceinline__ void load(w_t &w, const uint8_t *p0, const uint8_t *p1,
+                                              int q) {
+    const int hf = q >> 1, l = 16 * (q & 1);
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+      const uint8_t *p = r ? p1 : p0;
+      mvr_ld16_a2(p + 64 * hf + l, w.a[r]);
+      mvr_ld16_a2(p + 64 * hf + 32 + l, w.b[r]);
+      mvr_ld16_a2(p + 128 + 32 * hf + l, w.h[r]);
+      const uint8_t *sp = p + 192 + 8 * hf;  // scales l / 16 + 2 j: byte q % 2 of halfword j
+      uint32_t sc = 0;
+#pragma unroll
+      for (int j = 0; j < 4; j++) sc |= ((mvr_ld2(sp + 2 * j) >> (8 * (q & 1))) & 0xFFu) << (8 * j);
+      w.sc[r] = sc;
+      w.d[r] = mvr_ld2(p + 208) | ((uint32_t)((uintptr_t)(p + l) & 3) << 19);  // 8 (p & 3) << 16
+    }
+  }
+  static __device__ __forceinline__ void scales(const w_t &w, int, s_t &s) {
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+      const float d = __half2float(__ushort_as_half((unsigned short)w.d[r]));
+#pragma unroll
+      for (int j = 0; j < 4; j++)
+        s.s[r][j] = __float2half2_rn(d * (float)(int8_t)(w.sc[r] >> (8 * j)));
+    }
+  }
+  static __device__ __forceinline__ void frag(const w_t &w, const s_t &s, int, int st,
+                                              uint32_t (&a)[4]) {
+    const int j = st >> 2, wd = st & 3;
+    const __half2 k1056 = __float2half2_rn(1056.0f);
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+      const uint32_t sh = w.d[r] >> 16;
+      const uint32_t *lw = j & 1 ? w.b[r] : w.a[r];
+      const uint32_t ql = __funnelshift_r(lw[wd], lw[wd + 1], sh) >> (4 * (j >> 1));
+      const uint32_t qh = __funnelshift_r(w.h[r][wd], w.h[r][wd + 1], sh) >> (2 * j);
+      const uint32_t c02 = (ql & 0x000F000Fu) | ((qh & 0x00030003u) << 4) | 0x64006400u;
+      const uint32_t c13 = ((ql >> 8) & 0x000F000Fu) | (((qh >> 8) & 0x00030003u) << 4) | 0x64006400u;
+      const __half2 v02 = __hmul2(__hsub2(*(const __half2 *)&c02, k1056), s.s[r][j]);
+      const __half2 v13 = __hmul2(__hsub2(*(const __half2 *)&c13, k1056), s.s[r][j]);
+      a[r] = *(const uint32_t *)&v02, a[2 + r] = *(const uint32_t *)&v13;
+    }
+  }
+  static __device__ __forceinline__ int xcol(int q, int st) {
+    return 128 * (q >> 1) + 32 * (st >> 2) + 16 * (q & 1) + 4 * (st & 3);
+  }
+};
+
+// NTT: token tiles of 8 (n <= 8 NTT). part[split][token][row] (rows of this
+// launch's W: ld rows).
+template <int T, int NTT>
+__global__ void __launch_bounds__(32 * MMQ_WARPS, 2)
+k_mmq(const uint8_t *__restrict__ W, size_t rowb, int rows, int K, const __half *__restrict__ x,
+      int n, float *__restrict__ part) {
+  using F = mmq_fmt<T>;
+  extern __shared__ __align__(16) uint8_t mmq_xs[];
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
+  const int sb0 = blockIdx.y * MMQ_SB, nb = min(MMQ_SB, K / 256 - sb0);
+  const int r0 = blockIdx.x * MMQ_ROWS + 16 * warp + g;  // the lane's rows r0, r0 + 8
+  const uint8_t *w0 = W + (size_t)min(r0, rows - 1) * rowb + (size_t)sb0 * F::BYTES;
+  const uint8_t *w1 = W + (size_t)min(r0 + 8, rows - 1) * rowb + (size_t)sb0 * F::BYTES;
+  typename F::w_t w;
+  F::load(w, w0, w1, q);
+  // The split's x: 4 values a thread-step (stored x0, x2, x1, x3), tokens
+  // past n zero.
+  for (int i = threadIdx.x; i < NTT * 8 * MMQ_SUBS * 8; i += blockDim.x) {
+    const int t = i / (MMQ_SUBS * 8), j = (i / 8) % MMQ_SUBS, wd = i % 8;
+    uint2 v = make_uint2(0u, 0u);
+    if (t < n && j < 8 * nb) v = __ldg((const uint2 *)(x + (size_t)t * K + sb0 * 256 + 32 * j + 4 * wd));
+    *(uint2 *)(mmq_xs + t * MMQ_TS + j * MMQ_JS + 8 * wd) =
+        make_uint2(__byte_perm(v.x, v.y, 0x5410), __byte_perm(v.x, v.y, 0x7632));
+  }
+  __syncthreads();
+  float acc[NTT][4];
+#pragma unroll
+  for (int t = 0; t < NTT; t++) acc[t][0] = acc[t][1] = acc[t][2] = acc[t][3] = 0.0f;
+  for (int b = 0; b < nb; b++) {
+    const typename F::w_t wc = w;
+    if (b + 1 < nb) F::load(w, w0 + (size_t)(b + 1) * F::BYTES, w1 + (size_t)(b + 1) * F::BYTES, q);
+    typename F::s_t sc;
+    F::scales(wc, q, sc);
+#pragma unroll
+    for (int st = 0; st < 16; st++) {
+      uint32_t a[4];
+      F::frag(wc, sc, q, st, a);
+      const int col = 256 * b + F::xcol(q, st);
+      const uint8_t *xb = mmq_xs + g * MMQ_TS + (col >> 5) * MMQ_JS + 2 * (col & 31);
+#pragma unroll
+      for (int t = 0; t < NTT; t++) {
+        const uint2 bv = *(const uint2 *)(xb + 8 * t * MMQ_TS);
+        mma16816(acc[t], a, bv.x, bv.y);
+      }
+    }
+  }
+  // C: c0, c1 row g, tokens 2q, 2q + 1 of tile t; c2, c3 row g + 8.
+  float *P = part + (size_t)blockIdx.y * n * rows;
+#pragma unroll
+  for (int t = 0; t < NTT; t++)
+#pragma unroll
+    for (int e = 0; e < 4; e++) {
+      const int tok = 8 * t + 2 * q + (e & 1), row = r0 + (e >> 1) * 8;
+      if (tok < n && row < rows) P[(size_t)tok * rows + row] = acc[t][e];
+    }
+}
+
+// y[token][row] (ld ldy) = the splits' sums in split order (+ beta y).
+static __global__ void k_mmq_sum(const float *__restrict__ part, int splits, int n, int rows,
+                          float *__restrict__ y, int ldy, float beta) {
+  const long i = blockIdx.x * (long)blockDim.x + threadIdx.x, total = (long)n * rows;
+  if (i >= total) return;
+  float s = 0.0f;
+  for (int k = 0; k < splits; k++) s += part[k * total + i];
+  float *o = y + (i / rows) * ldy + i % rows;
+  *o = beta != 0.0f ? s + beta * *o : s;
+}
+
+template <int T, int NTT>
+static cudaError_t mmq_launch_t(const uint8_t *W, size_t rowb, int rows, int K, const __half *x,
+                                int n, float *part, float *y, int ldy, float beta, cudaStream_t st) {
+  const size_t smem = (size_t)NTT * 8 * MMQ_TS;
+  cudaError_t e;
+  if ((e = cudaFuncSetAttribute(k_mmq<T, NTT>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                (int)smem)) != cudaSuccess)
+    return e;
+  const dim3 grid((rows + MMQ_ROWS - 1) / MMQ_ROWS, (K / 256 + MMQ_SB - 1) / MMQ_SB);
+  k_mmq<T, NTT><<<grid, 32 * MMQ_WARPS, smem, st>>>(W, rowb, rows, K, x, n, part);
+  const long total = (long)n * rows;
+  k_mmq_sum<<<(unsigned)((total + 255) / 256), 256, 0, st>>>(part, (int)grid.y, n, rows, y, ldy,
+                                                              beta);
+  return cudaGetLastError();
+}
+
+// Y (n x rows, ld rows) = X W^T + beta Y for W of type T (Q4_K, Q6_K; rows x
+// K, K a multiple of 256, rows rowb bytes apart; Q4_K 16-byte aligned),
+// min_n <= n <= MMQ_MAX_N, x n x K f16; part: part_floats of scratch. Rows
+// in pieces whose partial sums fit. cudaErrorNotSupported: not this
+// kernel's case (the caller takes the GEMM path).
+template <int T>
+static cudaError_t mmq_launch(const uint8_t *W, size_t rowb, int rows, int K, const __half *x,
+                              int n, int min_n, float *y, float beta, float *part,
+                              size_t part_floats, cudaStream_t st) {
+  if (n < min_n || n < 1 || n > MMQ_MAX_N || K % 256 || !part) return cudaErrorNotSupported;
+  if (T == WK_Q4_K && (rowb % 16 || (uintptr_t)W % 16)) return cudaErrorNotSupported;
+  if (T == WK_Q6_K && (rowb % 2 || (uintptr_t)W % 2)) return cudaErrorNotSupported;
+  const size_t splits = (size_t)(K / 256 + MMQ_SB - 1) / MMQ_SB;
+  long piece = (long)(part_floats / (splits * (size_t)n));
+  if (piece < rows) piece -= piece % MMQ_ROWS;
+  if (piece < MMQ_ROWS && piece < rows) return cudaErrorNotSupported;
+  for (int r0 = 0; r0 < rows; r0 += (int)piece) {
+    const int r1 = r0 + piece < rows ? r0 + (int)piece : rows;
+    const uint8_t *w = W + (size_t)r0 * rowb;
+    float *yr = y + r0;
+    cudaError_t e;
+    switch ((n + 7) / 8) {
+      case 1: e = mmq_launch_t<T, 1>(w, rowb, r1 - r0, K, x, n, part, yr, rows, beta, st); break;
+      case 2: e = mmq_launch_t<T, 2>(w, rowb, r1 - r0, K, x, n, part, yr, rows, beta, st); break;
+      case 3: e = mmq_launch_t<T, 3>(w, rowb, r1 - r0, K, x, n, part, yr, rows, beta, st); break;
+      default: e = mmq_launch_t<T, 4>(w, rowb, r1 - r0, K, x, n, part, yr, rows, beta, st); break;
+    }
+    if (e != cudaSuccess) return e;
+  }
+  return cudaSuccess;
+}
+
+#endif
