@@ -1,14 +1,13 @@
 // Probe of session 16 (docs/CUDA.md, "Session 16"), standalone:
 //   nvcc -O3 -arch=sm_90 -std=c++17 -Isrc -Iinclude bench/cuda/mmq.cu -lcublas -o mmq && ./mmq
-// The fused batch kernel (mmq_fmt.cuh: the per-type version staged for
-// src/backend/cuda/mmq.cuh; Q4_K dequantized to f16 in registers straight
-// into mma.m16n8k16 fragments, tokens as B's columns) at the 8B shapes for 8 to
+// The fused batch kernel (src/backend/cuda/mmq.cuh; Q4_K dequantized to f16
+// in registers straight into mma.m16n8k16 fragments, tokens as B's columns) at the 8B shapes for 8 to
 // 32 tokens (one to four tiles of 8), against the GEMM path's way (every row
 // dequantized to f16 by a kernel, a plain one here, then cublasGemmEx),
 // cuBLAS alone on the f16 copy, and the matrix's bytes at the copy rate.
 // Checked against a host product of the dequantized weights in double
-// precision. `mmq check`: the kernel's opt-in cases (Q6_K; 1 to 8 tokens)
-// against host products.
+// precision. `mmq check`: Q4_K and Q6_K at 1 to 32 tokens against host
+// products (session 17: 0 failed, before the kernel joined the engine).
 #include <cublas_v2.h>
 #include <cuda_fp16.h>
 #include <cstdint>
@@ -20,7 +19,7 @@
 #include <vector>
 
 #include "backend/cuda/internal.cuh"
-#include "mmq_fmt.cuh"  // k_mmq, mmq_launch(_t); quant.cuh: qtype<WK_Q4_K>::deq
+#include "backend/cuda/mmq.cuh"  // k_mmq, mmq_launch(_t); quant.cuh: qtype<WK_Q4_K>::deq
 #include "probe_util.cuh"
 
 #define BCK(x) do { if ((x) != CUBLAS_STATUS_SUCCESS) { printf("cuBLAS error at %d\n", __LINE__); exit(1); } } while (0)
@@ -76,15 +75,17 @@ static int check(void) {
       for (auto &v : hx) v = __float2half((float)(rnd() % 2000) / 1000.0f - 1.0f);
       __half *xd;
       float *yd, *part;
-      const size_t pf = (size_t)(K / 1024 + 1) * 32 * rows;
+      const size_t pf = (size_t)(K / 256) * 32 * rows;
       PCK(cudaMalloc((void **)&xd, hx.size() * 2));
       PCK(cudaMemcpy(xd, hx.data(), hx.size() * 2, cudaMemcpyHostToDevice));
       PCK(cudaMalloc((void **)&yd, (size_t)32 * rows * 4));
       PCK(cudaMalloc((void **)&part, pf * 4));
-      for (int n : {1, 5, 8, 9, 17, 32}) {
+      for (int n : {1, 5, 8, 9, 17, 32})
+      for (int sb : {0, 1, 2, 4}) {  // mmq_split's, then each split at two sizes
+        if (sb && n != 5 && n != 17) continue;
         PCK(cudaMemset(yd, 0xff, (size_t)n * rows * 4));
-        PCK(type == WK_Q4_K ? mmq_launch<WK_Q4_K>(W, rowb, rows, K, xd, n, 1, yd, 0.0f, part, pf, 0)
-                            : mmq_launch<WK_Q6_K>(W, rowb, rows, K, xd, n, 1, yd, 0.0f, part, pf, 0));
+        PCK(type == WK_Q4_K ? mmq_launch<WK_Q4_K>(W, rowb, rows, K, xd, n, 1, yd, 0.0f, part, pf, 0, sb)
+                            : mmq_launch<WK_Q6_K>(W, rowb, rows, K, xd, n, 1, yd, 0.0f, part, pf, 0, sb));
         PCK(cudaDeviceSynchronize());
         std::vector<float> y((size_t)n * rows);
         PCK(cudaMemcpy(y.data(), yd, y.size() * 4, cudaMemcpyDeviceToHost));
@@ -103,8 +104,9 @@ static int check(void) {
           }
         const bool ok = worst <= 2e-3;
         fails += !ok;
-        printf("check %s %5dx%-5d n=%2d: max error %.2e of sum|wx|%s\n", type == WK_Q4_K ? "q4_k" : "q6_k",
-               rows, K, n, worst, ok ? "" : "  FAIL");
+        printf("check %s %5dx%-5d n=%2d split %d: max error %.2e of sum|wx|%s\n",
+               type == WK_Q4_K ? "q4_k" : "q6_k", rows, K, n, sb ? sb : mmq_split(rows, K),
+               worst, ok ? "" : "  FAIL");
       }
       PCK(cudaFree(W)); PCK(cudaFree(xd)); PCK(cudaFree(yd)); PCK(cudaFree(part));
     }
@@ -112,13 +114,39 @@ static int check(void) {
   return fails ? 1 : 0;
 }
 
+// `mmq one TYPE ROWS K N SPLIT`: five launches of one case (for ncu); TYPE
+// 12 (Q4_K) or 14 (Q6_K), SPLIT 0 for mmq_split's.
+static int one(int type, int rows, int K, int n, int sb) {
+  const size_t rowb = (size_t)K / 256 * (type == WK_Q4_K ? 144 : 210), wb = rows * rowb;
+  std::vector<uint8_t> hw(wb);
+  uint32_t s = 5u;
+  for (auto &v : hw) v = (uint8_t)((s = s * 1664525u + 1013904223u) >> 24);
+  uint8_t *W;
+  __half *xd;
+  float *yd, *part;
+  const size_t pf = (size_t)(K / 256) * n * rows;
+  PCK(cudaMalloc((void **)&W, wb));
+  PCK(cudaMemcpy(W, hw.data(), wb, cudaMemcpyHostToDevice));
+  PCK(cudaMalloc((void **)&xd, (size_t)n * K * 2));
+  PCK(cudaMemset(xd, 0, (size_t)n * K * 2));
+  PCK(cudaMalloc((void **)&yd, (size_t)n * rows * 4));
+  PCK(cudaMalloc((void **)&part, pf * 4));
+  for (int i = 0; i < 5; i++)
+    PCK(type == WK_Q4_K ? mmq_launch<WK_Q4_K>(W, rowb, rows, K, xd, n, 1, yd, 0.0f, part, pf, 0, sb)
+                        : mmq_launch<WK_Q6_K>(W, rowb, rows, K, xd, n, 1, yd, 0.0f, part, pf, 0, sb));
+  PCK(cudaDeviceSynchronize());
+  return 0;
+}
+
 int main(int argc, char **argv) {
   if (argc > 1 && !strcmp(argv[1], "check")) return check();
+  if (argc > 6 && !strcmp(argv[1], "one"))
+    return one(atoi(argv[2]), atoi(argv[3]), atoi(argv[4]), atoi(argv[5]), atoi(argv[6]));
   const double bw = copy_gbps();
   printf("copy %.0f GB/s\n", bw);
   cublasHandle_t blas;
   BCK(cublasCreate(&blas));
-  const int shapes[][2] = {{4096, 4096}, {14336, 4096}, {4096, 14336}};  // rows, K
+  const int shapes[][2] = {{1024, 4096}, {4096, 4096}, {14336, 4096}, {4096, 14336}};  // rows, K
   const int COPIES = 4;
   for (auto &sh : shapes) {
     const int rows = sh[0], K = sh[1], rowb = K / 256 * 144;
@@ -144,7 +172,7 @@ int main(int argc, char **argv) {
     float *part, *yd;
     PCK(cudaMalloc((void **)&xd, hx.size() * 2));
     PCK(cudaMemcpy(xd, hx.data(), hx.size() * 2, cudaMemcpyHostToDevice));
-    PCK(cudaMalloc((void **)&part, (size_t)((K / 256 + MMQ_SB - 1) / MMQ_SB) * NMAX * rows * 4));
+    PCK(cudaMalloc((void **)&part, (size_t)(K / 256) * NMAX * rows * 4));
     PCK(cudaMalloc((void **)&yd, (size_t)NMAX * rows * 4));
     PCK(cudaMalloc((void **)&wh, (size_t)rows * K * 2));
     // host reference for the first 8 rows... all rows, tokens 0..NMAX
@@ -153,19 +181,11 @@ int main(int argc, char **argv) {
       for (int j = 0; j < K; j++) wf[(size_t)r * K + j] = host_q4k_value(&hw[(size_t)r * rowb + 144 * (j / 256)], j % 256);
     const double mb = wb / 1e6;
     printf("%d x %d (rows x K): %.1f MB of Q4_K, %.2f us at the copy rate\n", rows, K, mb, mb / bw * 1e3);
-    for (int n : {8, 16, 24, 32}) {
-      // check
-      PCK(cudaMemset(yd, 0xff, (size_t)n * rows * 4));
+    for (int n : {1, 4, 8, 16, 24, 32}) {
+      int sb = 0;
       auto run = [&](int i, cudaStream_t st) {
-        const uint8_t *w = Wd[i % COPIES];
-        cudaError_t e;
-        switch ((n + 7) / 8) {
-          case 1: e = mmq_launch_t<WK_Q4_K, 1>(w, rowb, rows, K, xd, n, part, yd, rows, 0.0f, st); break;
-          case 2: e = mmq_launch_t<WK_Q4_K, 2>(w, rowb, rows, K, xd, n, part, yd, rows, 0.0f, st); break;
-          case 3: e = mmq_launch_t<WK_Q4_K, 3>(w, rowb, rows, K, xd, n, part, yd, rows, 0.0f, st); break;
-          default: e = mmq_launch_t<WK_Q4_K, 4>(w, rowb, rows, K, xd, n, part, yd, rows, 0.0f, st); break;
-        }
-        PCK(e);
+        PCK(mmq_launch<WK_Q4_K>(Wd[i % COPIES], rowb, rows, K, xd, n, 1, yd, 0.0f, part,
+                                (size_t)(K / 256) * NMAX * rows, st, sb));
       };
       run(0, 0);
       PCK(cudaDeviceSynchronize());
@@ -179,8 +199,17 @@ int main(int argc, char **argv) {
           mr = std::max(mr, std::fabs(ref));
           md = std::max(md, std::fabs(ref - out[(size_t)t * rows + r]));
         }
-      int launch = 0;
-      const double us = graph_us([&](cudaStream_t st, int) { run(launch++, st); }, 0, 8);
+      // The fused kernel at each K split (super-blocks a block), mmq_split's marked.
+      printf("  n %2d: fused", n);
+      for (int s2 : {4, 2, 1}) {
+        sb = s2;
+        int launch = 0;
+        const double us = graph_us([&](cudaStream_t st, int) { run(launch++, st); }, 0, 8);
+        printf(" | split %d%s %6.2f us %3.0f%%", s2, s2 == mmq_split(rows, K) ? "*" : " ", us,
+               100.0 * mb * 1e6 / (us * 1e-6) / 1e9 / bw);
+      }
+      printf(" (err %.1e%s)\n", md / mr, md / mr < 3e-3 ? "" : "  WRONG");
+      if (n != 8 && n != 32) continue;
       auto gemm16 = [&](cudaStream_t st) {  // cuBLAS on the f16 copy
         const float one = 1.0f, zero = 0.0f;
         BCK(cublasSetStream(blas, st));
@@ -195,9 +224,7 @@ int main(int argc, char **argv) {
         gemm16(st);
       }, 0, 8);
       const double us3 = graph_us([&](cudaStream_t st, int) { gemm16(st); }, 0, 8);
-      printf("  n %2d: fused %7.2f us (%3.0f%% of copy), err %.1e%s | dequant + cuBLAS %7.2f us, "
-             "cuBLAS alone %7.2f us\n", n, us, 100.0 * mb * 1e6 / (us * 1e-6) / 1e9 / bw, md / mr,
-             md / mr < 3e-3 ? "" : "  WRONG", us2, us3);
+      printf("        dequant + cuBLAS %7.2f us, cuBLAS alone %7.2f us\n", us2, us3);
     }
     for (auto p : Wd) PCK(cudaFree(p));
     PCK(cudaFree(xd)); PCK(cudaFree(part)); PCK(cudaFree(yd)); PCK(cudaFree(wh));

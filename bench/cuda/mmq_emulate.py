@@ -1,7 +1,5 @@
-# Host emulation of the fused batch kernel's formats: Q4_K as
-# src/backend/cuda/mmq.cuh computes it and as bench/cuda/mmq_fmt.cuh (the
-# per-type version staged for the engine) does, and mmq_fmt.cuh's Q6_K:
-# every lane's loads
+# Host emulation of the fused batch kernel's formats (mmq_fmt in
+# src/backend/cuda/mmq.cuh), Q4_K and Q6_K: every lane's loads
 # (byte addresses, aligned words and funnel shifts as written), its A
 # fragments (the 0x6400 codes, f16 subtract and fma / multiply), x staged in
 # shared memory as (x0, x2, x1, x3) and each lane's 8-byte B read (with the

@@ -417,6 +417,12 @@ static float f16r(float v) { return wk_f16_to_f32(wk_f32_to_f16(v)); }
 // tokens each share the batch.
 // q's spread: 1 (scores ~ N(0, 1)), or larger so that a row's running max
 // jumps by more than the flash kernel's rescale threshold (2^8) mid-row.
+// The flash kernel takes Q * scale as f16, as the cache holds K and V: the
+// reference rounds them alike. (At a spread of 6 that rounding alone moves
+// a score by ~2e-3, and the outputs by as much as the bound allows: with
+// the inputs that session 17's new cases leave to these tests, variant 5
+// failed at 8.4e-3 against a reference with f32 Q, and variants 2, 4 and 5
+// at up to 1.1e-2 against one with Q rounded before the scale.)
 static float g_attn_qmul = 1.0f;
 static void test_attention(int nh, int nkv, int hd, int n_ctx, int n_new, int window,
                            float softcap, int splits, int kernel, int n_seqs, int variant) {
@@ -460,8 +466,12 @@ static void test_attention(int nh, int nkv, int hd, int n_ctx, int n_new, int wi
       double mx = -INFINITY, sum = 0;
       for (int j = lo; j <= p; j++) {
         double s = 0;
-        for (int d = 0; d < hd; d++) s += (double)qh[d] * f16r(ks[((size_t)j * nkv + kvh) * hd + d]);
-        s *= scale;
+        if (kernel == 1)  // the flash kernel's input: Q * scale rounded to f16
+          for (int d = 0; d < hd; d++) s += (double)f16r(qh[d] * scale) * f16r(ks[((size_t)j * nkv + kvh) * hd + d]);
+        else {
+          for (int d = 0; d < hd; d++) s += (double)qh[d] * f16r(ks[((size_t)j * nkv + kvh) * hd + d]);
+          s *= scale;
+        }
         if (softcap > 0) s = softcap * tanh(s / softcap);
         sc[j] = s;
         if (s > mx) mx = s;
@@ -514,11 +524,15 @@ int main(void) {
     test_matmul(t, 67, 768, 1, 0);
     test_matmul(t, 130, 1024, 3, 0);
     test_matmul(t, 200, 512, 9, 1);
-    if (t == WK_Q4_K) {
+    if (t == WK_Q4_K || t == WK_Q6_K) {
       // The fused batch kernel (mmq.cuh): a K split of 1 super-block after
-      // one of 4, rows off its 128-row blocks, 9 tokens (a tile of 8 and
-      // one of 1), 32 (four whole tiles); 33 tokens take the GEMM path; row
-      // pieces (path 14); the GEMM path itself (15).
+      // one of 4, rows off its 128-row blocks, 1, 5 and 8 tokens (one
+      // tile), 9 (a tile of 8 and one of 1), 32 (four whole tiles); 33
+      // tokens take the GEMM path; row pieces (path 14); the GEMM path
+      // itself (15). Q6_K rows of 1050 bytes start 2-byte aligned.
+      test_matmul(t, 200, 1280, 1, 1);
+      test_matmul(t, 150, 1280, 5, 1);
+      test_matmul(t, 130, 2048, 8, 1);
       test_matmul(t, 200, 1280, 9, 1);
       test_matmul(t, 130, 2048, 32, 1);
       test_matmul(t, 130, 2048, 33, 1);

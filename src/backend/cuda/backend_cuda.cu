@@ -35,8 +35,13 @@ static_assert((int)CU_TOPK_MAX == (int)WK_TOPK_MAX, "one top-k limit");
 // against the CPU's (parity wants 0.999; the GEMM path's f16 x keeps it).
 // Larger batches take the GEMM path: 16 sequences of the 8B Q4_K_M decode
 // 10.7 ms a step there against 13.3 in two 8-token tiles (session 13).
+// When the fused batch kernel (mmq.cuh) covers every matrix of the model
+// (Q4_K_M), decode steps of more than MV_MAX_DECODE_MMQ sequences take it
+// (session 17, 8B Q4_K_M at context 512: 3 sequences 4.03 ms a step against
+// 4.50 on the matrix-vector kernels, 4 4.08 against 5.43, 8 4.48 against
+// 7.23; 2 take 3.43 there).
 // WICK_CUDA_MV_MAX=N (0..16) moves the decode boundary (comparison).
-enum { GRAPH_MAX_N = 16, MV_MAX_DECODE = 8, MV_MAX_PROMPT = 4 };
+enum { GRAPH_MAX_N = 16, MV_MAX_DECODE = 8, MV_MAX_DECODE_MMQ = 2, MV_MAX_PROMPT = 4 };
 
 struct cu_layer {
   cu_weight wq, wk, wv, wo, wg, wu, wd;
@@ -297,6 +302,18 @@ static int upload_all(upload *u) {
   return WICK_OK;
 }
 
+// Whether the fused batch kernel computes every matrix a step reads.
+static bool mmq_covers_all(const cu_state *s) {
+  if (!cu_mmq_type(s->output.type)) return false;
+  for (int l = 0; l < s->m->n_layers; l++) {
+    const cu_layer *C = &s->layers[l];
+    const cu_weight *ws[7] = {&C->wq, &C->wk, &C->wv, &C->wo, &C->wg, &C->wu, &C->wd};
+    for (int i = 0; i < 7; i++)
+      if (!cu_mmq_type(ws[i]->type)) return false;
+  }
+  return true;
+}
+
 // ---------------------------------------------------------------- prepare
 
 static size_t max_sz(size_t a, size_t b) { return a > b ? a : b; }
@@ -445,6 +462,11 @@ static int cuda_prepare(wk_backend *b, const wk_model *m, const wk_backend_param
   CK(cudaMalloc((void **)&s->arena, s->arena_bytes));
   u.off = 0, u.dry = false;
   if ((st = upload_all(&u))) return st;
+  if (!getenv("WICK_CUDA_MV_MAX") && s->c.mmq && mmq_covers_all(s)) {
+    s->mv_max_decode = MV_MAX_DECODE_MMQ;
+    s->mv_max_prompt = s->mv_max_decode < MV_MAX_PROMPT ? s->mv_max_decode : MV_MAX_PROMPT;
+    s->c.mv_max_tokens = s->mv_max_prompt;
+  }
 
   s->qdim = m->n_heads * m->head_dim, s->kvdim = m->n_kv_heads * m->head_dim;
   s->kv_layer_elems = (size_t)p->kv.n_blocks * p->kv.block_size * s->kvdim;

@@ -17,8 +17,8 @@ extern "C" {
 // y (n x rows) = x (n x cols) . W^T for W (rows x cols) of a weight type.
 // path 0: the default matrix-vector kernels (x rounded to int8 per 32
 // values for the quantized types, v5; f32 x for the others, v4); 1: the GEMM
-// path (dequantize + cuBLAS; since session 16 Q4_K batches of 9 to 32
-// tokens take the fused kernel, mmq.cuh); 14: path 1 with a scratch of 8
+// path (dequantize + cuBLAS; Q4_K and Q6_K batches of up to 32 tokens take
+// the fused kernel, mmq.cuh, since sessions 16-17); 14: path 1 with a scratch of 8
 // rows (the fused kernel in several pieces of rows); 15: path 1 without
 // the fused kernel; 2: (n = 1) the rows as three matrices in one
 // launch of path 0; 3: f32 x for every type (v4); 4: the streamed kernel

@@ -7,6 +7,9 @@
 #include <string.h>
 
 #include "backend/cuda/helpers.cuh"
+extern "C" {
+#include "quant/types.h"  // WK_Q4_K, WK_Q6_K
+}
 
 // A weight on the device, in its file format: rows of row_bytes bytes.
 struct cu_weight {
@@ -41,6 +44,9 @@ static inline size_t cu_pre_bytes(int n, int cols) {
   return MVR_PRE_HEAD + (size_t)n * ((2 * (size_t)cols + (size_t)cols / 32 * 16 + 15) & ~(size_t)15);
 }
 
+// The weight types the fused batch kernel (mmq.cuh) computes.
+static inline bool cu_mmq_type(int type) { return type == WK_Q4_K || type == WK_Q6_K; }
+
 // What every op needs: the stream, the cuBLAS handle and scratch space.
 struct cu_ctx {
   cudaStream_t st;
@@ -69,8 +75,8 @@ struct cu_ctx {
                           // each weight once
   int mv_ntok16 = 1;      // the same for its 16-bit-x types (WICK_CUDA_NTOK16,
                           // comparison; matvec.cu's mvr_ntok)
-  int mmq = 1;            // batches of MMQ_MIN_N to MMQ_MAX_N tokens on Q4_K weights by the fused
-                          // kernel (mmq.cuh) rather than the GEMM path (WICK_CUDA_MMQ=0: off)
+  int mmq = 1;            // batches of up to MMQ_MAX_N tokens on Q4_K and Q6_K weights by the
+                          // fused kernel (mmq.cuh) rather than the GEMM path (WICK_CUDA_MMQ=0: off)
   int mv_tc = 31;         // the types on the tensor-core matrix-vector kernel (mvt.cuh):
                           // bits Q4_K 1, Q6_K 2, Q5_K 4, Q8_0 8, Q4_0 16 (mvt_bit);
                           // the others' register-streamed one (WICK_CUDA_TC, comparison)

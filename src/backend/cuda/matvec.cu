@@ -440,9 +440,14 @@ int cu_matmul_xh(cu_ctx *c, const cu_weight *w, int n, float *y, float beta, wk_
     return cu_fail(err, WICK_ERR_RANGE, "cuda: %d x %d activations exceed the f16 buffer", n, w->cols);
   if (w->type == WK_F16)
     return gemm(c, w->d, CUDA_R_16F, w->rows, w->cols, c->xh, n, y, w->rows, beta, err);
-  if (w->type == WK_Q4_K && c->mmq) {  // the partial sums in the scratch, as floats
-    cudaError_t e = mmq_launch(w->d, w->row_bytes, w->rows, w->cols, c->xh, n, y, beta,
-                               (float *)c->wscratch, c->wscratch_elems / 2, c->st);
+  if (c->mmq && cu_mmq_type(w->type)) {  // the partial sums in the scratch, as floats
+    float *part = (float *)c->wscratch;
+    const size_t pf = c->wscratch_elems / 2;
+    cudaError_t e = w->type == WK_Q4_K
+                        ? mmq_launch<WK_Q4_K>(w->d, w->row_bytes, w->rows, w->cols, c->xh, n, 1, y,
+                                              beta, part, pf, c->st)
+                        : mmq_launch<WK_Q6_K>(w->d, w->row_bytes, w->rows, w->cols, c->xh, n, 1, y,
+                                              beta, part, pf, c->st);
     if (e != cudaErrorNotSupported) {
       CK(e);
       return WICK_OK;
