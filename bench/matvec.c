@@ -1,24 +1,36 @@
 // Kernel microbenchmark: matrix-vector (decode) and matrix-matrix (prefill)
 // throughput of the CPU kernel table for every weight type, next to this
-// machine's read bandwidth measured in the same run.
+// machine's read bandwidth measured over the same bytes in the same run.
 //
 //   bench_matvec [--types q4_0,q4_k,...] [--tokens 64] [--level avx2]
 //                [--min-time 0.3] [--no-gemm] [--l2-only] [--act16] [--paired N]
+//                [--self-check]
 //
 // Shapes are k (input length) x n (output rows); weights are rotated through
 // enough copies to exceed 256 MB, so every pass reads them from memory.
-// matvec: GB/s = weight bytes / time (the median call), % = of the read
-// bandwidth with the same thread count; L2 GB/s = one thread on rows that stay in L2, in thread CPU
-// time (the kernel's compute ceiling, robust to other load on the machine).
-// gemm: GFLOP/s = 2 k n tokens / time (2 threads). --l2-only prints the L2
-// column alone (quick: no bandwidth pass, no copies), for kernel work on a
-// busy machine. --act16: the quantized types through the 16-bit-activation
-// kernels (act16.h), which the fast path's decode steps use. --paired N: the
-// memory bandwidth of a shared host moves over seconds, so one read figure at
-// the start cannot judge a kernel against it; for each product and thread
-// count, N pairs of (a read pass over the matrix's own bytes, then the product,
-// each timed as the median over min-time / N) give N ratios kernel GB/s /
-// read GB/s, and their median is printed after the other columns.
+// matvec, with 1 and 2 threads, in rounds: K products over copies c .. c +
+// K - 1 and K read passes over the same copies, read first in even rounds and
+// product first in odd ones. A read pass is the product's own job (the same
+// rows to the same threads, the same chunks) with a kernel that only sums the
+// bytes; K copies span at least twice the L3, so neither finds the other's
+// bytes in a cache. GB/s: weight bytes / the median over the rounds of the
+// round's median product call; read: the same for the read passes; %: the
+// median over the rounds of (read time / product time). At least N rounds
+// (--paired, default 8) and min-time seconds of products.
+// Why not one read rate measured at the start: the
+// shared VM's read rate moves between two regimes (2 threads: ~30-33 and
+// ~45-53 GB/s, each for seconds to minutes) and differs between buffers by
+// 10-15%, so only read passes over the product's own bytes, interleaved with
+// it, judge the kernel. The opening rate (best of 5 passes over 1 GB) is
+// printed for reference only. --self-check runs the read kernel as the
+// product: its % columns must read ~100% (a check of the measure, not of a
+// kernel). L2 GB/s: one thread on rows that stay in L2, in thread CPU time
+// (the kernel's compute ceiling, robust to other load on the machine). gemm:
+// GFLOP/s = 2 k n tokens / time (2 threads). --l2-only prints the L2 column
+// alone (quick: no bandwidth pass, no copies), for kernel work on a busy
+// machine. --act16: the quantized types through the 16-bit-activation kernels
+// (act16.h), which the fast path's decode steps use.
+#include <immintrin.h>
 #include <math.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -46,48 +58,70 @@ static const int64_t k_shapes[][2] = {{4096, 14336}, {14336, 4096}, {576, 1536},
 
 // ---- read bandwidth ---------------------------------------------------------
 
-typedef struct {
-  const uint64_t *buf;
-  size_t n;                   // words
-  uint64_t sums[MAX_THREADS]; // kept so the reads are not optimized away
-} bw_job;
-
-// Unaligned 32-byte vectors of words (GNU vector extension).
-typedef uint64_t bw_vec __attribute__((vector_size(32), aligned(8)));
-
-// Sums words [lo, hi) with 256-bit loads (AVX2 machines) ...
-__attribute__((target("avx2"))) static uint64_t bw_sum_avx2(const uint64_t *p, long lo, long hi) {
-  bw_vec a = {0}, b = {0}, c = {0}, d = {0};
-  for (long i = lo; i < hi; i += 16) {
-    a += *(const bw_vec *)(p + i), b += *(const bw_vec *)(p + i + 4);
-    c += *(const bw_vec *)(p + i + 8), d += *(const bw_vec *)(p + i + 12);
+// Sums n bytes at p (any alignment) with four 256-bit accumulators (AVX2
+// machines; measured here as fast as any read loop: 512-bit loads or software
+// prefetch read up to 10% slower) ...
+__attribute__((target("avx2"))) static uint64_t sum_avx2(const uint8_t *p, size_t n) {
+  __m256i a = _mm256_setzero_si256(), b = a, c = a, d = a;
+  size_t i = 0;
+  for (; i + 128 <= n; i += 128) {
+    a = _mm256_add_epi64(a, _mm256_loadu_si256((const __m256i *)(p + i)));
+    b = _mm256_add_epi64(b, _mm256_loadu_si256((const __m256i *)(p + i + 32)));
+    c = _mm256_add_epi64(c, _mm256_loadu_si256((const __m256i *)(p + i + 64)));
+    d = _mm256_add_epi64(d, _mm256_loadu_si256((const __m256i *)(p + i + 96)));
   }
-  a += b + c + d;
-  return a[0] + a[1] + a[2] + a[3];
+  a = _mm256_add_epi64(_mm256_add_epi64(a, b), _mm256_add_epi64(c, d));
+  uint64_t s = (uint64_t)_mm256_extract_epi64(a, 0) + (uint64_t)_mm256_extract_epi64(a, 1) +
+               (uint64_t)_mm256_extract_epi64(a, 2) + (uint64_t)_mm256_extract_epi64(a, 3);
+  for (; i < n; i++) s += p[i];
+  return s;
 }
 
 // ... or with plain code elsewhere.
-static uint64_t bw_sum(const uint64_t *p, long lo, long hi) {
-  uint64_t a = 0, b = 0, c = 0, d = 0;
-  for (long i = lo; i < hi; i += 4) a += p[i], b += p[i + 1], c += p[i + 2], d += p[i + 3];
+static uint64_t sum_plain(const uint8_t *p, size_t n) {
+  uint64_t a = 0, b = 0, c = 0, d = 0, w[4];
+  size_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    memcpy(w, p + i, 32);
+    a += w[0], b += w[1], c += w[2], d += w[3];
+  }
+  for (; i < n; i++) a += p[i];
   return a + b + c + d;
 }
+
+static uint64_t sum_bytes(const uint8_t *p, size_t n) {
+  return __builtin_cpu_supports("avx2") ? sum_avx2(p, n) : sum_plain(p, n);
+}
+
+// The read "kernel" (a wk_gemm_fn): sums the bytes of the `rows` rows at w
+// (contiguous) into y[0], so that a read pass is the product's own job with
+// the arithmetic left out.
+static void read_rows(const void *w, size_t ws, int64_t k, int rows, const void *xq, size_t xs,
+                      int n_tokens, float *y, size_t ys) {
+  (void)k, (void)xq, (void)xs, (void)n_tokens, (void)ys;
+  y[0] = (float)sum_bytes(w, ws * (size_t)rows);
+}
+
+typedef struct {
+  const uint8_t *buf;
+  size_t n;                   // bytes
+  uint64_t sums[MAX_THREADS]; // kept so the reads are not optimized away
+} bw_job;
 
 static void bw_run(void *ctx, int ith, int nth) {
   bw_job *j = ctx;
   long lo, hi;
-  wk_split((long)j->n, ith, nth, 64, &lo, &hi);
-  j->sums[ith] = __builtin_cpu_supports("avx2") ? bw_sum_avx2(j->buf, lo, hi)
-                                                : bw_sum(j->buf, lo, hi);
+  wk_split((long)j->n, ith, nth, 4096, &lo, &hi);
+  j->sums[ith] = sum_bytes(j->buf + lo, (size_t)(hi - lo));
 }
 
-// Best of 5 passes over a 1 GB buffer, GB/s.
+// Best of 5 passes over a 1 GB buffer, GB/s (printed for reference only).
 static double read_bandwidth(wk_pool *pool) {
   size_t bytes = (size_t)1 << 30;
   uint64_t *buf = wk_malloc(bytes);
   if (!buf) return 0;
   for (size_t i = 0; i < bytes / 8; i++) buf[i] = i * 0x9e3779b97f4a7c15ull;
-  bw_job j = {buf, bytes / 8, {0}};
+  bw_job j = {(const uint8_t *)buf, bytes, {0}};
   double best = 0;
   for (int rep = 0; rep < 5; rep++) {
     double t0 = wk_now();
@@ -105,27 +139,26 @@ static int cmp_double(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-// Read GB/s over the n_copies copies of a mat-byte matrix in turn (each pass
-// one copy, with the pool's threads): the median pass over at least min_time
-// (and 3 passes). *next: the copy the next pass reads (kept across calls, so
-// that the passes keep leaving the caches).
-#define BW_PASSES 4096
-static double copies_bandwidth(wk_pool *pool, const uint8_t *copies, int n_copies, size_t mat,
-                               int *next, double min_time) {
-  static double t[BW_PASSES];
-  const size_t words = mat / 8 / 64 * 64;  // bw_run's loops take 16 words at a time
-  if (words == 0) return 0;
-  int passes = 0;
-  const double t0 = wk_now();
-  do {
-    bw_job j = {(const uint64_t *)(copies + (size_t)*next * mat), words, {0}};
-    *next = (*next + 1) % n_copies;
-    const double c0 = wk_now();
-    wk_pool_run(pool, bw_run, &j);
-    t[passes++] = wk_now() - c0;
-  } while ((wk_now() - t0 < min_time || passes < 3) && passes < BW_PASSES);
-  qsort(t, (size_t)passes, sizeof t[0], cmp_double);
-  return (double)(words * 8) / t[passes / 2] / 1e9;
+// The median of n values (sorts r).
+static double median(double *r, int n) {
+  qsort(r, (size_t)n, sizeof r[0], cmp_double);
+  return n % 2 ? r[n / 2] : 0.5 * (r[n / 2 - 1] + r[n / 2]);
+}
+
+// Bytes that a copy's reads must be apart from its next reads to come from
+// memory: twice the L3 that sysfs reports (lscpu's figure; glibc's sysconf
+// says 320 MB on this 32 MB VM), at least 64 MB.
+static size_t cache_span(void) {
+  size_t l3 = 0;
+  FILE *f = fopen("/sys/devices/system/cpu/cpu0/cache/index3/size", "r");
+  if (f) {
+    unsigned long v;
+    char unit = 0;
+    if (fscanf(f, "%lu%c", &v, &unit) >= 1)
+      l3 = (size_t)v << (unit == 'K' ? 10 : unit == 'M' ? 20 : unit == 'G' ? 30 : 0);
+    fclose(f);
+  }
+  return 2 * l3 > (64u << 20) ? 2 * l3 : 64u << 20;
 }
 
 // ---- matrix kernels under the pool ------------------------------------------
@@ -218,35 +251,69 @@ typedef struct {
   int gemm;
   int l2_only;
   int act16;  // the 16-bit-activation kernels (act16.h: what decode runs) for quantized types
-  int paired;  // pairs of (read pass, product) per thread count (0: none)
+  int paired;  // rounds of (read passes, products) per thread count, at least
+  int self_check;  // the read kernel as the product (the % columns must read ~100%)
   double min_time;
 } options;
 
-// The median of n ratios (sorts r).
-static double median(double *r, int n) {
-  qsort(r, (size_t)n, sizeof r[0], cmp_double);
-  return n % 2 ? r[n / 2] : 0.5 * (r[n / 2 - 1] + r[n / 2]);
-}
-
-// kernel GB/s / read GB/s of o->paired pairs (a read pass over the matrix's
-// copies, then the product, each over min_time / paired), their median.
-static double paired_ratio(wk_pool *pool, mm_job *j, const uint8_t *copies, int n_copies,
-                           size_t mat, const options *o) {
-  enum { MAX_PAIRS = 1000 };
-  static double r[MAX_PAIRS];
-  const int n = o->paired < MAX_PAIRS ? o->paired : MAX_PAIRS;
-  const double slot = o->min_time / n;
-  int next = 0;
-  for (int i = 0; i < n; i++) {
-    const double bw = copies_bandwidth(pool, copies, n_copies, mat, &next, slot);
-    const double gbs = (double)mat / time_gemm(pool, j, copies, n_copies, mat, slot) / 1e9;
-    r[i] = bw > 0 ? gbs / bw : 0;
+// Seconds of each call of a job (the first nth chunks home runs, as
+// time_gemm) over copies c .. c + k - 1 into t[0 .. k - 1].
+static void time_calls(wk_pool *pool, mm_job *j, const uint8_t *copies, int n_copies,
+                       size_t mat, int c, int k, double *t) {
+  const int nth = wk_pool_size(pool);
+  j->chunk = ((j->n + 4L * nth - 1) / (4L * nth) + 11) / 12 * 12;
+  j->home = cpu_mm_home(j->n, nth, j->tokens);
+  for (int i = 0; i < k; i++) {
+    j->w = copies + (size_t)((c + i) % n_copies) * mat;
+    atomic_store(&j->next, 0);
+    const double c0 = wk_now();
+    wk_pool_run(pool, mm_run, j);
+    t[i] = wk_now() - c0;
   }
-  return median(r, n);
 }
 
-static void bench_type(int type, const int64_t shape[2], const options *o, wk_pool *pools[],
-                       const double bw[]) {
+// One thread count's matvec figures: product and read GB/s (medians over the
+// rounds of each round's median call) and the median over the rounds of
+// read time / product time.
+typedef struct {
+  double gbs, read, ratio;
+} mv_result;
+
+// Rounds of k products and k read passes over the same k copies (k copies
+// span cache_span(), so each finds the other's bytes gone from the caches),
+// the order alternating, until min_time of products and at least o->paired
+// rounds.
+static mv_result measure(wk_pool *pool, const mm_job *job, const wk_kernel *rk,
+                         const uint8_t *copies, int n_copies, size_t mat, int k,
+                         const options *o) {
+  enum { MAX_ROUNDS = 1024, MAX_K = 4096 };
+  static double tp[MAX_K], tr[MAX_K], all_p[MAX_ROUNDS], all_r[MAX_ROUNDS], ratio[MAX_ROUNDS];
+  mm_job p = *job, r = *job;
+  r.kr = rk;
+  if (k > MAX_K) k = MAX_K;
+  int rounds = 0, c = 0;
+  double spent = 0;
+  do {
+    if (rounds % 2 == 0) {
+      time_calls(pool, &r, copies, n_copies, mat, c, k, tr);
+      time_calls(pool, &p, copies, n_copies, mat, c, k, tp);
+    } else {
+      time_calls(pool, &p, copies, n_copies, mat, c, k, tp);
+      time_calls(pool, &r, copies, n_copies, mat, c, k, tr);
+    }
+    for (int i = 0; i < k; i++) spent += tp[i];
+    c = (c + k) % n_copies;
+    all_p[rounds] = median(tp, k);
+    all_r[rounds] = median(tr, k);
+    ratio[rounds] = all_r[rounds] / all_p[rounds];
+    rounds++;
+  } while ((spent < o->min_time || rounds < o->paired) && rounds < MAX_ROUNDS);
+  mv_result m = {(double)mat / median(all_p, rounds) / 1e9,
+                 (double)mat / median(all_r, rounds) / 1e9, median(ratio, rounds)};
+  return m;
+}
+
+static void bench_type(int type, const int64_t shape[2], const options *o, wk_pool *pools[]) {
   wk_kernel kr;
   if (!(o->act16 && wk_act16_pick(type, o->level, &kr) == WICK_OK) &&
       wk_kernel_pick(type, o->level, &kr) != WICK_OK)
@@ -258,8 +325,9 @@ static void bench_type(int type, const int64_t shape[2], const options *o, wk_po
     k = n, n = t, swapped = 1;
   }
   size_t rb = wk_row_size(type, k), mat = rb * (size_t)n;
+  const int span = (int)((cache_span() + mat - 1) / mat);  // copies a round reads
   int copies = (int)((256u << 20) / mat) + 1;
-  if (copies < 2) copies = 2;
+  if (copies < 2 * span) copies = 2 * span;
   if (o->l2_only) copies = 1;
   uint8_t *w = wk_malloc(mat * (size_t)copies);
   float *x = wk_malloc(sizeof(float) * (size_t)k * (size_t)o->tokens);
@@ -291,22 +359,21 @@ static void bench_type(int type, const int64_t shape[2], const options *o, wk_po
          shape_s);
   mm_job j = {.kr = &kr, .w = w, .rb = rb, .k = k, .n = n, .xq = xq, .xb = xb, .tokens = 1,
               .y = y};
-  double ratio[MAX_THREADS + 1] = {0};
+  wk_kernel rk = kr;  // the read passes' kernel
+  rk.gemm = read_rows;
+  if (o->self_check) j.kr = &rk;
   for (int th = 1; th <= MAX_THREADS && !o->l2_only; th++) {
-    double dt = time_gemm(pools[th], &j, w, copies, mat, o->min_time);
-    double gbs = (double)mat / dt / 1e9;
-    printf(" %6.1f | %3.0f%% |", gbs, 100 * gbs / bw[th]);
+    const mv_result m = measure(pools[th], &j, &rk, w, copies, mat, span, o);
+    printf(" %6.1f | %6.1f | %3.0f%% |", m.gbs, m.read, 100 * m.ratio);
     fflush(stdout);
-    if (o->paired) ratio[th] = paired_ratio(pools[th], &j, w, copies, mat, o);
   }
+  j.kr = &kr;
   printf(" %6.1f |", cache_rate(&j, w, o->min_time / 2));
   if (o->gemm && !o->l2_only) {
     j.tokens = o->tokens;
     double dt = time_gemm(pools[MAX_THREADS], &j, w, copies, mat, o->min_time);
     printf(" %7.1f |", 2.0 * (double)k * (double)n * o->tokens / dt / 1e9);
   }
-  if (o->paired && !o->l2_only)
-    for (int th = 1; th <= MAX_THREADS; th++) printf(" %5.0f%% |", 100 * ratio[th]);
   printf("\n");
 done:
   wk_free(w);
@@ -316,7 +383,7 @@ done:
 }
 
 int main(int argc, char **argv) {
-  options o = {.tokens = 64, .level = WK_LEVEL_AUTO, .gemm = 1, .min_time = 0.3};
+  options o = {.tokens = 64, .level = WK_LEVEL_AUTO, .gemm = 1, .min_time = 0.3, .paired = 8};
   const char *types = k_all_types;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--types") && i + 1 < argc) types = argv[++i];
@@ -326,6 +393,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--l2-only")) o.l2_only = 1;
     else if (!strcmp(argv[i], "--act16")) o.act16 = 1;
     else if (!strcmp(argv[i], "--paired") && i + 1 < argc) o.paired = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--self-check")) o.self_check = 1;
     else if (!strcmp(argv[i], "--level") && i + 1 < argc) {
       const char *l = argv[++i];
       o.level = !strcmp(l, "scalar") ? WK_LEVEL_SCALAR
@@ -334,12 +402,12 @@ int main(int argc, char **argv) {
                                        : WK_LEVEL_AUTO;
     } else {
       fprintf(stderr, "usage: %s [--types a,b] [--tokens N] [--level L] [--min-time S] "
-              "[--no-gemm] [--l2-only] [--act16] [--paired N]\n", argv[0]);
+              "[--no-gemm] [--l2-only] [--act16] [--paired N] [--self-check]\n", argv[0]);
       return 2;
     }
   }
   if (o.tokens < 1) o.tokens = 1;
-  if (o.paired < 0) o.paired = 0;
+  if (o.paired < 1) o.paired = 1;
   wk_cpu_features f;
   wk_cpu_detect(&f);
   wk_pool *pools[MAX_THREADS + 1] = {NULL};
@@ -352,19 +420,18 @@ int main(int argc, char **argv) {
     printf("| type     | level  | k x n        | L2 GB/s |\n");
     printf("|----------|--------|--------------|--------:|\n");
   } else {
-    printf("read bandwidth (sum over 1 GB, best of 5): 1 thread %.1f GB/s, 2 threads %.1f GB/s\n",
-           bw[1], bw[2]);
-    printf("matvec: GB/s of weights read, %% of the read bandwidth with as many threads; L2: one "
-           "thread, rows in L2, CPU time; gemm: %d tokens, 2 threads. * = k and n swapped (k not "
-           "a multiple of the block)\n", o.tokens);
-    if (o.paired)
-      printf("paired: the median of %d ratios matvec GB/s / read GB/s, each of a read pass over "
-             "the matrix's bytes then the product, %.3f s each, with 1 and 2 threads\n",
-             o.paired, o.min_time / o.paired);
-    printf("\n| type     | level  | k x n        | 1t GB/s | %%    | 2t GB/s | %%    | L2 GB/s "
-           "|%s%s\n", o.gemm ? " gemm GFLOP/s |" : "", o.paired ? " 1t pair | 2t pair |" : "");
-    printf("|----------|--------|--------------|--------:|-----:|--------:|-----:|--------:|%s%s\n",
-           o.gemm ? "-------------:|" : "", o.paired ? "--------:|--------:|" : "");
+    printf("read bandwidth (sum over 1 GB, best of 5, for reference): 1 thread %.1f GB/s, 2 "
+           "threads %.1f GB/s\n", bw[1], bw[2]);
+    printf("matvec, 1 and 2 threads: GB/s of weights read by the product; read: GB/s of read "
+           "passes over the same bytes with the same threads, interleaved with it (at least %d "
+           "rounds); %%: the median over the rounds of product / read rate%s. L2: one thread, "
+           "rows in L2, CPU time; gemm: %d tokens, 2 threads. * = k and n swapped (k not a "
+           "multiple of the block)\n", o.paired,
+           o.self_check ? " (--self-check: the product is a read pass too)" : "", o.tokens);
+    printf("\n| type     | level  | k x n        | 1t GB/s | read   | %%    | 2t GB/s | read   "
+           "| %%    | L2 GB/s |%s\n", o.gemm ? " gemm GFLOP/s |" : "");
+    printf("|----------|--------|--------------|--------:|-------:|-----:|--------:|-------:|"
+           "-----:|--------:|%s\n", o.gemm ? "-------------:|" : "");
   }
   char *list = wk_strndup(types, strlen(types));
   for (char *save = NULL, *name = strtok_r(list, ",", &save); name;
@@ -375,7 +442,7 @@ int main(int argc, char **argv) {
       continue;
     }
     for (size_t si = 0; si < sizeof k_shapes / sizeof k_shapes[0]; si++)
-      bench_type(type, k_shapes[si], &o, pools, bw);
+      bench_type(type, k_shapes[si], &o, pools);
   }
   wk_free(list);
   for (int th = 1; th <= MAX_THREADS; th++) wk_pool_destroy(pools[th]);

@@ -360,10 +360,33 @@ AT AI __m512 zbcast_f32(const int32_t *p) {
   return _mm512_castsi512_ps(v);
 }
 
+// One row's f32 steps of a super-block (the AVX2 level's kmins2 order): sum,
+// its lanes lo + 128 hi folded; dm: d_w * d_a, dmin / 16 (f32 bits); sc: the
+// row's 16 scale bytes; s16: the activations' group sums. The tile runs them
+// one super-block late, after the next one's tables (as zdec's zapply), so
+// that they wait on nothing: 14.0-14.4 -> 14.4-14.7 GB/s (L2-resident rows,
+// one thread, medians of 8 runs alternating with the former order).
+AT AI void zq2_apply(__m256i sum, const int32_t *dm, const uint8_t *sc, const float *s16,
+                     __m512 *acc) {
+  // lanes 0-7: the AVX2 kernels' 8 lanes; 8-15: 0, so that they take
+  // 0 * dd = +-0, which leaves them as they are (a lane that starts at +0
+  // and only takes fnmadd never holds -0)
+  const __m512 x = _mm512_zextps256_ps512(_mm256_cvtepi32_ps(sum));
+  *acc = _mm512_fmadd_ps(x, zbcast_f32(&dm[0]), *acc);
+  // dmin * min: (16 min) * (dmin / 16), both exact, so the same f32 as the
+  // AVX2 level's dmin * min (the and keeps the min's nibble, times 16)
+  const __m128i m16 = _mm_and_si128(a16_load128(sc), _mm_set1_epi8((char)0xf0));
+  const __m512 mf =
+      _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(m16)), zbcast_f32(&dm[1]));
+  *acc = _mm512_fnmadd_ps(mf, _mm512_loadu_ps(s16), *acc);
+}
+
 AT AI void zq2dec_loop(const int R, const uint8_t *w, size_t ws, int64_t nb, const uint8_t *xq,
                        const int32_t *c, float *y, size_t yr) {
   const wk_act16k *act = (const wk_act16k *)xq;
   __m512 acc[A16_MAXR];
+  __m256i pend[A16_MAXR];       // the previous super-block's sums, applied a block late
+  int32_t dm[2][2 * A16_MAXR];  // by super-block parity (below)
   A16_UNROLL for (int r = 0; r < R; r++) acc[r] = _mm512_setzero_ps();
   const __m512i i01 = ZQ2_IDX(0, 1, 8, 9, 2, 3, 10, 11), i23 = ZQ2_IDX(4, 5, 12, 13, 6, 7, 14, 15);
   const __m512i m3 = _mm512_set1_epi8(3), mc = _mm512_set1_epi8(12);
@@ -374,7 +397,7 @@ AT AI void zq2dec_loop(const int R, const uint8_t *w, size_t ws, int64_t nb, con
     zpairs_at(xq, nb, b, c, 0, xl, xh, &l0, &h0);
     // d_w * d_a at 2 r, dmin / 16 at 2 r + 1 (f32 bits), from the dwords
     // (d, dmin) of 4 rows at a time
-    int32_t dm[2 * A16_MAXR];
+    int32_t *dmb = dm[b & 1];
     const float da = act[b].d;
     const __m256 f = _mm256_setr_ps(da, 0.0625f, da, 0.0625f, da, 0.0625f, da, 0.0625f);
     A16_UNROLL for (int r = 0; r < R; r += 4) {
@@ -382,7 +405,7 @@ AT AI void zq2dec_loop(const int R, const uint8_t *w, size_t ws, int64_t nb, con
       A16_UNROLL for (int i = 1; i < 4; i++)
         if (r + i < R) h = _mm_blend_epi32(h, a16_bcast32(blk + (size_t)(r + i) * ws + 80), 1 << i);
       const __m256 v = _mm256_mul_ps(_mm256_cvtph_ps(h), f);
-      _mm256_storeu_si256((__m256i *)(dm + 2 * r), _mm256_castps_si256(v));
+      _mm256_storeu_si256((__m256i *)(dmb + 2 * r), _mm256_castps_si256(v));
     }
     __m512i t01[A16_MAXR], t23[A16_MAXR], lo[A16_MAXR], hi[A16_MAXR];
     A16_UNROLL for (int r = 0; r < R; r++) {
@@ -391,6 +414,9 @@ AT AI void zq2dec_loop(const int R, const uint8_t *w, size_t ws, int64_t nb, con
       t23[r] = zq2_table(sc, i23);
       lo[r] = hi[r] = _mm512_setzero_si512();
     }
+    if (b > 0) A16_UNROLL for (int r = 0; r < R; r++)
+        zq2_apply(pend[r], &dm[(b - 1) & 1][2 * r], blk - 84 + (size_t)r * ws, act[b - 1].s,
+                  &acc[r]);
     A16_UNROLL for (int p = 0; p < 4; p++) A16_UNROLL for (int r = 0; r < R; r++) {
       __m512i c = zload(blk + (size_t)r * ws + 16);
       if (p >= 2) c = _mm512_srli_epi16(c, 4);
@@ -400,22 +426,11 @@ AT AI void zq2dec_loop(const int R, const uint8_t *w, size_t ws, int64_t nb, con
       Z_KEEP(lo[r]);
       Z_KEEP(hi[r]);
     }
-    const __m512 s16 = _mm512_loadu_ps(act[b].s);
-    A16_UNROLL for (int r = 0; r < R; r++) {
-      // lanes 0-7: the AVX2 kernels' 8 lanes; 8-15: 0, so that they take
-      // 0 * dd = +-0, which leaves them as they are (a lane that starts at +0
-      // and only takes fnmadd never holds -0)
-      const __m512 x = _mm512_zextps256_ps512(_mm256_cvtepi32_ps(zcombine(lo[r], hi[r])));
-      acc[r] = _mm512_fmadd_ps(x, zbcast_f32(&dm[2 * r]), acc[r]);
-      // dmin * min: (16 min) * (dmin / 16), both exact, so the same f32 as the
-      // AVX2 level's dmin * min (the and keeps the min's nibble, times 16)
-      const __m128i m16 =
-          _mm_and_si128(a16_load128(blk + (size_t)r * ws), _mm_set1_epi8((char)0xf0));
-      const __m512 mf = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(m16)),
-                                      zbcast_f32(&dm[2 * r + 1]));
-      acc[r] = _mm512_fnmadd_ps(mf, s16, acc[r]);
-    }
+    A16_UNROLL for (int r = 0; r < R; r++) pend[r] = zcombine(lo[r], hi[r]);
   }
+  if (nb > 0) A16_UNROLL for (int r = 0; r < R; r++)
+      zq2_apply(pend[r], &dm[(nb - 1) & 1][2 * r], w + (size_t)(nb - 1) * 84 + (size_t)r * ws,
+                act[nb - 1].s, &acc[r]);
   A16_UNROLL for (int r = 0; r < R; r++)
       y[(size_t)r * yr] = a16_hsum(_mm256_add_ps(_mm512_castps512_ps256(acc[r]), zhigh(acc[r])));
 }
@@ -557,17 +572,26 @@ AT AI __m512i zq3_index(const uint8_t *q, __m512i g, int p) {
   return _mm512_ternarylogic_epi32(x, g, _mm512_set1_epi8(p & 1 ? 12 : 3), 0xe4);
 }
 
+// One row's f32 step of a super-block: its folded lanes sum, d_w * d_a at dd
+// (run a super-block late, as Q2_K's zq2_apply: 15.2-16.4 -> 16.0-16.5 GB/s,
+// L2-resident rows, one thread; the same at 4096 and 14336 values a row).
+AT AI void zq3_apply(__m256i sum, const int32_t *dd, __m256 *acc) {
+  *acc = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(sum), _mm512_castps512_ps256(zbcast_f32(dd)), *acc);
+}
+
 AT AI void zq3dec_loop(const int R, const uint8_t *w, size_t ws, int64_t nb, const uint8_t *xq,
                        const int32_t *c, float *y, size_t yr) {
   const wk_act16k *act = (const wk_act16k *)xq;
   __m256 acc[A16_MAXR];
+  __m256i pend[A16_MAXR];        // the previous super-block's sums, applied a block late
+  int32_t ddb[2][A16_MAXR + 3];  // row r: d_w * d_a (f32 bits), by super-block parity
   A16_UNROLL for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; b++) {
     const uint8_t *blk = w + (size_t)b * 110;
     zprefetch2(blk, R, ws);
     __m512i xl[4], xh[4], l0, h0;  // pair p: chunks p and p + 4
     zpairs_at(xq, nb, b, c, 1, xl, xh, &l0, &h0);
-    int32_t dd[A16_MAXR + 3];  // row r: d_w * d_a (f32 bits)
+    int32_t *dd = ddb[b & 1];
     zq3row st[A16_MAXR];
     A16_UNROLL for (int r = 0; r < R; r += 4) {
       const __m512i s4 = zq3_rows4(blk, ws, r, R, act[b].d, dd);
@@ -580,6 +604,8 @@ AT AI void zq3dec_loop(const int R, const uint8_t *w, size_t ws, int64_t nb, con
         st[r + i].hi = h0;
       }
     }
+    if (b > 0)
+      A16_UNROLL for (int r = 0; r < R; r++) zq3_apply(pend[r], &ddb[(b - 1) & 1][r], &acc[r]);
     A16_UNROLL for (int p = 0; p < 4; p++) A16_UNROLL for (int r = 0; r < R; r++) {
       const uint8_t *br = blk + (size_t)r * ws;
       if (p == 0) st[r].g = zq3_g(st[r].h, 0);
@@ -591,11 +617,10 @@ AT AI void zq3dec_loop(const int R, const uint8_t *w, size_t ws, int64_t nb, con
       Z_KEEP(st[r].lo);
       Z_KEEP(st[r].hi);
     }
-    A16_UNROLL for (int r = 0; r < R; r++) {
-      const __m256 x = _mm256_cvtepi32_ps(zcombine(st[r].lo, st[r].hi));
-      acc[r] = _mm256_fnmadd_ps(x, _mm512_castps512_ps256(zbcast_f32(&dd[r])), acc[r]);
-    }
+    A16_UNROLL for (int r = 0; r < R; r++) pend[r] = zcombine(st[r].lo, st[r].hi);
   }
+  if (nb > 0)
+    A16_UNROLL for (int r = 0; r < R; r++) zq3_apply(pend[r], &ddb[(nb - 1) & 1][r], &acc[r]);
   A16_UNROLL for (int r = 0; r < R; r++) y[(size_t)r * yr] = a16_hsum(acc[r]);
 }
 
@@ -724,6 +749,15 @@ AT static void zgemm1(const int type, zdec_fn dec, zdec_fn one, int dm, const ui
   const int32_t *c = NULL;
   if (zhas_prep(type) && nb <= ZP_NB) zprep(xq, nb, type == WK_Q3_K, prep), c = prep;
   const int q = rows / dm;
+  // The first ZPF bytes of each stream, which the tiles' prefetches (ZPF
+  // ahead) leave out; small products (a few hundred rows of 6-8
+  // super-blocks, a thread's share a few tiles' worth) start their streams
+  // often: one thread from memory at 1536x576 / 2048x640, Q2_K 12.0 / 13.0
+  // -> 12.6 / 13.3 GB/s, Q3_K 13.4 / 13.0 -> 14.1 / 14.8, Q6_K 17.6 / 19.0 ->
+  // 19.1 / 20.0 (medians of 5-6 runs alternating with the build before).
+  A16_UNROLL for (int r = 0; r < 4; r++) if (r < dm && q > 0)
+      for (int o = 0; o < ZPF; o += 64)
+        _mm_prefetch((const char *)w + (size_t)r * (size_t)q * ws + o, _MM_HINT_T0);
   for (int j = 0; j < q; j++) dec(w + (size_t)j * ws, ws * (size_t)q, nb, xq, c, y + j, (size_t)q);
   for (int r = q * dm; r < rows; r++) one(w + (size_t)r * ws, ws, nb, xq, c, y + r, 1);
 }
