@@ -4,22 +4,27 @@
 // f16 one (mmq.cuh), which ncu found bound by its instructions (0.32 a
 // weight byte at 8 tokens: the per-value f16 dequantization).
 //
-// Status: written after session 17's last device call; compiled (127-128
-// registers, no spills) but not yet run. Its SASS already answers most of
-// the question: ~500 instructions a super-block for one tile of 8 tokens
-// (32 IMMA; the f32 epilogue of 4 C values a sub-block and tile, an IMAD,
-// I2F, FMUL and two FFMA each, costs as much as the f16 kernel's
-// dequantization) against ~460 for mmq.cuh's loop, and each further tile
-// adds ~200 here against ~32 there. So it can only pay with a cheaper
-// epilogue: x with one scale a super-block (the sub-blocks' sums then
-// added in integers, sc s, before one f32 step), if parity allows it.
+// Status: written after session 17's last device call; compiled, not yet
+// run. A first form (x scaled per 32 values, an f32 step after every
+// sub-block) had ~500 SASS instructions a super-block for one tile against
+// mmq.cuh's ~460: the f32 work after each sub-block cost what the
+// dequantization did. This form scales x once per 256 values, as the CPU's
+// 16-bit activations for the K-quants do (wk_act16k, within the reference
+// tests' rules), so a super-block's sub-blocks add in integers. Its SASS:
+// ~350 instructions a super-block for one tile (32 IMMA) against mmq.cuh's
+// ~460, but ~190 more for each further tile (the int32 sums L, H, M: 12
+// IMAD a sub-block and tile) against ~32 there, so it is for 1 to 8 tokens
+// only (a decode step of 3 to 8 sequences), where it should read ~1.3 times
+// faster if issue stays the bound. The first thing to measure.
 //
-// Here the codes go to the mma as they are: one mma.m16n8k32 (u8 codes times
-// s8 x) is one 32-value sub-block of 16 rows and 8 tokens, and x is 16 bits
-// per 32 values (v = rint(x / d), d = max |x| / 16383) held as two s8 planes
-// v = lo + 128 hi, so two mmas a sub-block and tile; the scales come after,
-// once a sub-block: y += dx (d sc s - dmin m S) with s = s_lo + 128 s_hi
-// (int32, exact) and S the group's sum of v.
+// The codes go to the mma as they are: one mma.m16n8k32 (u8 codes times s8
+// x) is one 32-value sub-block of 16 rows and 8 tokens. x is 16 bits per
+// 256 values (v = rint(x / d), d = max |x| / 16383) held as two s8 planes v
+// = lo + 128 hi, so two mmas a sub-block and tile, into int32 sums added
+// over the super-block with the row's scale: L += sc c_lo, H += sc c_hi, M
+// += m S (S the sub-block's sum of v), then once a super-block y += dx (d (L
+// + 128 H) - dmin M). Bounds: |L|, |H| <= 63 * 15 * 128 * 256 = 31 M, |M| <=
+// 63 * 32 * 16383 * 8 = 264 M (int32); L + 128 H in f32.
 //
 // Fragments (g = lane / 4, q = lane % 4): A a0 = row g, k 4q + [0, 4), a1 =
 // row g + 8, a2 / a3 the same at k 16 + 4q; B b0 = k 4q + [0, 4) of column
@@ -30,7 +35,7 @@
 // and its B words are 8 contiguous bytes of x's plane at 8q (no permutation
 // of x). x in shared memory: token t at t TS (TS = 512 sb + 32, so a
 // half-warp's tokens g 0..3 at 8q land on 32 banks), sub-block jj at 64 jj,
-// plane lo then hi; (d, S) a token and sub-block after the planes.
+// plane lo then hi; then S as [jj][token] and d as [super-block][token].
 #include <cuda_fp16.h>
 #include <cstdint>
 #include <cstdio>
@@ -52,23 +57,28 @@ static __device__ __forceinline__ void imma0(int (&c)[4], const uint32_t (&a)[4]
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "r"(0));
 }
 
-// x (n x K f32) to 16 bits per 32 values: planes lo, hi (n x K s8) and per
-// group (d, sum of v). A warp a group.
-__global__ void k_prep(const float *__restrict__ x, long groups, int8_t *__restrict__ lo,
-                       int8_t *__restrict__ hi, float2 *__restrict__ gs) {
-  const long gi = blockIdx.x * 8L + threadIdx.x / 32;
+// x (n x K f32) to 16 bits per 256 values: planes lo, hi (n x K s8), per
+// 256 values d (xd), per 32 the sum of v (xs). A warp 256 values, a lane 8.
+__global__ void k_prep(const float *__restrict__ x, long sbs, int8_t *__restrict__ lo,
+                       int8_t *__restrict__ hi, float *__restrict__ xd, int *__restrict__ xs) {
+  const long si = blockIdx.x * 8L + threadIdx.x / 32;
   const int lane = threadIdx.x & 31;
-  if (gi >= groups) return;
-  const float v = x[gi * 32 + lane];
-  float m = fabsf(v);
+  if (si >= sbs) return;
+  const float *p = x + si * 256 + 8 * lane;
+  float v[8], m = 0.0f;
+  for (int i = 0; i < 8; i++) v[i] = p[i], m = fmaxf(m, fabsf(v[i]));
   for (int o = 16; o; o >>= 1) m = fmaxf(m, __shfl_xor_sync(~0u, m, o));
   const float d = m / 16383.0f;
-  int c = d > 0.0f ? __float2int_rn(v / d) : 0;
-  c = max(-16383, min(16383, c));
-  lo[gi * 32 + lane] = (int8_t)(c & 127), hi[gi * 32 + lane] = (int8_t)(c >> 7);
-  int s = c;
-  for (int o = 16; o; o >>= 1) s += __shfl_xor_sync(~0u, s, o);
-  if (lane == 0) gs[gi] = make_float2(d, (float)s);
+  int s = 0;
+  for (int i = 0; i < 8; i++) {
+    int c = d > 0.0f ? __float2int_rn(v[i] / d) : 0;
+    c = max(-16383, min(16383, c));
+    lo[si * 256 + 8 * lane + i] = (int8_t)(c & 127), hi[si * 256 + 8 * lane + i] = (int8_t)(c >> 7);
+    s += c;
+  }
+  s += __shfl_xor_sync(~0u, s, 1), s += __shfl_xor_sync(~0u, s, 2);  // 4 lanes a sub-block
+  if ((lane & 3) == 0) xs[si * 8 + lane / 4] = s;
+  if (lane == 0) xd[si] = d;
 }
 
 // A lane's raw bytes of one super-block: per row (g, g + 8) the 16-byte head
@@ -89,18 +99,19 @@ static __device__ __forceinline__ void qi_load(qi_w &w, const uint8_t *p0, const
   }
 }
 
-static int qi_ts(int sb) { return 512 * sb + 32; }
+static int qi_ts(int sb) { return 512 * sb + 32; }  // x's token stride in shared memory
 
 template <int NTT>
 __global__ void __launch_bounds__(256, 2)
 k_mmqi(const uint8_t *__restrict__ W, size_t rowb, int rows, int K, const int8_t *__restrict__ xlo,
-       const int8_t *__restrict__ xhi, const float2 *__restrict__ gs, int n, int sb,
-       float *__restrict__ part) {
+       const int8_t *__restrict__ xhi, const float *__restrict__ xd, const int *__restrict__ xs,
+       int n, int sb, float *__restrict__ part) {
   extern __shared__ __align__(16) uint8_t sm[];
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
   const int sb0 = blockIdx.y * sb, nb = min(sb, K / 256 - sb0);
   const int lsb = sb == 4 ? 2 : sb == 2 ? 1 : 0, TS = 512 * sb + 32;
-  float2 *sgs = (float2 *)(sm + NTT * 8 * TS);  // [jj][t]
+  int *sS = (int *)(sm + NTT * 8 * TS);            // [jj][t]
+  float *sD = (float *)(sS + 8 * sb * NTT * 8);    // [b][t]
   const int r0 = blockIdx.x * 128 + 16 * warp + g;
   const uint8_t *w0 = W + (size_t)min(r0, rows - 1) * rowb + (size_t)sb0 * 144;
   const uint8_t *w1 = W + (size_t)min(r0 + 8, rows - 1) * rowb + (size_t)sb0 * 144;
@@ -116,36 +127,40 @@ k_mmqi(const uint8_t *__restrict__ W, size_t rowb, int rows, int K, const int8_t
   }
   for (int i = threadIdx.x; i < (8 << lsb) * NTT * 8; i += blockDim.x) {
     const int t = i % (8 * NTT), jj = i / (8 * NTT);
-    float2 v = make_float2(0.0f, 0.0f);
-    if (t < n && jj < 8 * nb) v = gs[(size_t)t * (K / 32) + sb0 * 8 + jj];
-    sgs[i] = v;
+    sS[i] = t < n && jj < 8 * nb ? xs[(size_t)t * (K / 32) + sb0 * 8 + jj] : 0;
+  }
+  for (int i = threadIdx.x; i < sb * NTT * 8; i += blockDim.x) {
+    const int t = i % (8 * NTT), b = i / (8 * NTT);
+    sD[i] = t < n && b < nb ? xd[(size_t)t * (K / 256) + sb0 + b] : 0.0f;
   }
   __syncthreads();
   float acc[NTT][4];
 #pragma unroll
   for (int t = 0; t < NTT; t++) acc[t][0] = acc[t][1] = acc[t][2] = acc[t][3] = 0.0f;
   auto step = [&](const qi_w &w, int b) {
-    float d[2], dm[2];
+    int L[NTT][4], H[NTT][4], M[NTT][4];
 #pragma unroll
-    for (int r = 0; r < 2; r++) {
-      d[r] = __half2float(__ushort_as_half((unsigned short)w.h[r].x));
-      dm[r] = __half2float(__ushort_as_half((unsigned short)(w.h[r].x >> 16)));
-    }
+    for (int t = 0; t < NTT; t++)
+#pragma unroll
+      for (int e = 0; e < 4; e++) L[t][e] = H[t][e] = M[t][e] = 0;
 #pragma unroll
     for (int j = 0; j < 4; j++)
 #pragma unroll
       for (int hf = 0; hf < 2; hf++) {
         const int sub = 2 * j + hf, jj = 8 * b + sub;
         uint32_t a[4];
-        float ds[2], dmm[2];
+        int sc[2], mn[2];
 #pragma unroll
         for (int r = 0; r < 2; r++) {
           const uint2 c = w.c[r][j];
           a[r] = (hf ? c.x >> 4 : c.x) & 0x0F0F0F0Fu;
           a[2 + r] = (hf ? c.y >> 4 : c.y) & 0x0F0F0F0Fu;
-          float sc, mn;
-          kq_scale_min(w.h[r].y, w.h[r].z, w.h[r].w, sub, &sc, &mn);
-          ds[r] = d[r] * sc, dmm[r] = dm[r] * mn;
+          // kq_scale_min's bytes, sub a compile-time constant
+          const int sh = 8 * (sub & 3);
+          const int b0 = (w.h[r].y >> sh) & 0xff, b1 = (w.h[r].z >> sh) & 0xff;
+          const int b2 = (w.h[r].w >> sh) & 0xff;
+          sc[r] = sub < 4 ? b0 & 63 : (b2 & 0xF) | ((b0 >> 6) << 4);
+          mn[r] = sub < 4 ? b1 & 63 : (b2 >> 4) | ((b1 >> 6) << 4);
         }
 #pragma unroll
         for (int tt = 0; tt < NTT; tt++) {
@@ -154,16 +169,31 @@ k_mmqi(const uint8_t *__restrict__ W, size_t rowb, int rows, int K, const int8_t
           int cl[4], ch[4];
           imma0(cl, a, lo.x, lo.y);
           imma0(ch, a, hi.x, hi.y);
-          const float4 gx = *(const float4 *)(sgs + jj * 8 * NTT + 8 * tt + 2 * q);
+          const int2 S = *(const int2 *)(sS + jj * 8 * NTT + 8 * tt + 2 * q);
 #pragma unroll
           for (int e = 0; e < 4; e++) {
             const int r = e >> 1;
-            const float s = (float)(cl[e] + 128 * ch[e]);
-            const float dx = e & 1 ? gx.z : gx.x, S = e & 1 ? gx.w : gx.y;
-            acc[tt][e] = fmaf(dx, fmaf(ds[r], s, -dmm[r] * S), acc[tt][e]);
+            L[tt][e] += sc[r] * cl[e], H[tt][e] += sc[r] * ch[e];
+            M[tt][e] += mn[r] * (e & 1 ? S.y : S.x);
           }
         }
       }
+    float d[2], dm[2];
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+      d[r] = __half2float(__ushort_as_half((unsigned short)w.h[r].x));
+      dm[r] = __half2float(__ushort_as_half((unsigned short)(w.h[r].x >> 16)));
+    }
+#pragma unroll
+    for (int tt = 0; tt < NTT; tt++) {
+      const float2 dx = *(const float2 *)(sD + b * 8 * NTT + 8 * tt + 2 * q);
+#pragma unroll
+      for (int e = 0; e < 4; e++) {
+        const int r = e >> 1;
+        const float s = fmaf(128.0f, (float)H[tt][e], (float)L[tt][e]);
+        acc[tt][e] = fmaf(e & 1 ? dx.y : dx.x, fmaf(d[r], s, -dm[r] * (float)M[tt][e]), acc[tt][e]);
+      }
+    }
   };
   for (int b = 0; b < nb; b += 2) {
     if (b + 1 < nb) qi_load(wb, w0 + (size_t)(b + 1) * 144, w1 + (size_t)(b + 1) * 144, q);
@@ -184,26 +214,23 @@ k_mmqi(const uint8_t *__restrict__ W, size_t rowb, int rows, int K, const int8_t
 
 template <int NTT>
 static void qi_launch_t(const uint8_t *W, size_t rowb, int rows, int K, const int8_t *lo,
-                        const int8_t *hi, const float2 *gs, int n, int sb, float *part, float *y,
-                        cudaStream_t st) {
-  const size_t smem = (size_t)NTT * 8 * qi_ts(sb) + (size_t)64 * sb * NTT * 8;
+                        const int8_t *hi, const float *xd, const int *xs, int n, int sb,
+                        float *part, float *y, cudaStream_t st) {
+  const size_t smem = (size_t)NTT * 8 * qi_ts(sb) + (size_t)(8 * sb + sb) * NTT * 8 * 4;
   PCK(cudaFuncSetAttribute(k_mmqi<NTT>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
   const dim3 grid((rows + 127) / 128, (K / 256 + sb - 1) / sb);
-  k_mmqi<NTT><<<grid, 256, smem, st>>>(W, rowb, rows, K, lo, hi, gs, n, sb, part);
+  k_mmqi<NTT><<<grid, 256, smem, st>>>(W, rowb, rows, K, lo, hi, xd, xs, n, sb, part);
   const long total = (long)n * rows;
   k_mmq_sum<<<(unsigned)((total + 255) / 256), 256, 0, st>>>(part, (int)grid.y, n, rows, y, rows,
                                                               0.0f);
 }
 
+// 1 to 16 tokens (the int32 sums of more tiles would spill).
 static void qi_launch(const uint8_t *W, size_t rowb, int rows, int K, const int8_t *lo,
-                      const int8_t *hi, const float2 *gs, int n, int sb, float *part, float *y,
-                      cudaStream_t st) {
-  switch ((n + 7) / 8) {
-    case 1: qi_launch_t<1>(W, rowb, rows, K, lo, hi, gs, n, sb, part, y, st); break;
-    case 2: qi_launch_t<2>(W, rowb, rows, K, lo, hi, gs, n, sb, part, y, st); break;
-    case 3: qi_launch_t<3>(W, rowb, rows, K, lo, hi, gs, n, sb, part, y, st); break;
-    default: qi_launch_t<4>(W, rowb, rows, K, lo, hi, gs, n, sb, part, y, st); break;
-  }
+                      const int8_t *hi, const float *xd, const int *xs, int n, int sb, float *part,
+                      float *y, cudaStream_t st) {
+  if (n <= 8) qi_launch_t<1>(W, rowb, rows, K, lo, hi, xd, xs, n, sb, part, y, st);
+  else qi_launch_t<2>(W, rowb, rows, K, lo, hi, xd, xs, n, sb, part, y, st);
   PCK(cudaGetLastError());
 }
 
@@ -235,22 +262,23 @@ int main() {
     for (int i = 0; i < NMAX; i++) hx[(size_t)i * K + 5 * i] = 9.0f;  // an outlier a token
     std::vector<__half> hh(hx.size());
     for (size_t i = 0; i < hx.size(); i++) hh[i] = __float2half(hx[i]);
-    float *xd, *yd, *part;
+    float *xf, *yd, *part, *xd;
+    int *xs;
     __half *xh;
     int8_t *lo, *hi;
-    float2 *gs;
-    PCK(cudaMalloc((void **)&xd, hx.size() * 4));
-    PCK(cudaMemcpy(xd, hx.data(), hx.size() * 4, cudaMemcpyHostToDevice));
+    PCK(cudaMalloc((void **)&xf, hx.size() * 4));
+    PCK(cudaMemcpy(xf, hx.data(), hx.size() * 4, cudaMemcpyHostToDevice));
     PCK(cudaMalloc((void **)&xh, hh.size() * 2));
     PCK(cudaMemcpy(xh, hh.data(), hh.size() * 2, cudaMemcpyHostToDevice));
     PCK(cudaMalloc((void **)&lo, hx.size()));
     PCK(cudaMalloc((void **)&hi, hx.size()));
-    PCK(cudaMalloc((void **)&gs, hx.size() / 32 * sizeof(float2)));
+    PCK(cudaMalloc((void **)&xd, hx.size() / 256 * 4));
+    PCK(cudaMalloc((void **)&xs, hx.size() / 32 * 4));
     const size_t pf = (size_t)(K / 256) * NMAX * rows;
     PCK(cudaMalloc((void **)&part, pf * 4));
     PCK(cudaMalloc((void **)&yd, (size_t)NMAX * rows * 4));
-    const long groups = (long)NMAX * K / 32;
-    k_prep<<<(unsigned)((groups + 7) / 8), 256>>>(xd, groups, lo, hi, gs);
+    const long sbs = (long)NMAX * K / 256;
+    k_prep<<<(unsigned)((sbs + 7) / 8), 256>>>(xf, sbs, lo, hi, xd, xs);
     PCK(cudaDeviceSynchronize());
     std::vector<double> wf((size_t)rows * K);
     for (int r = 0; r < rows; r++)
@@ -260,9 +288,9 @@ int main() {
     const int sb = mmq_split(rows, K);
     printf("%d x %d (rows x K): %.1f MB of Q4_K, %.2f us at the copy rate, split %d\n", rows, K, mb,
            mb / bw * 1e3, sb);
-    for (int n : {1, 4, 8, 16, 32}) {
+    for (int n : {1, 4, 8, 12, 16}) {
       PCK(cudaMemset(yd, 0xff, (size_t)n * rows * 4));
-      qi_launch(Wd[0], rowb, rows, K, lo, hi, gs, n, sb, part, yd, 0);
+      qi_launch(Wd[0], rowb, rows, K, lo, hi, xd, xs, n, sb, part, yd, 0);
       PCK(cudaDeviceSynchronize());
       std::vector<float> out((size_t)n * rows);
       PCK(cudaMemcpy(out.data(), yd, out.size() * 4, cudaMemcpyDeviceToHost));
@@ -281,14 +309,14 @@ int main() {
       fails += !ok;
       int l1 = 0, l2 = 0;
       const double us = graph_us([&](cudaStream_t st, int) {
-        qi_launch(Wd[l1++ % COPIES], rowb, rows, K, lo, hi, gs, n, sb, part, yd, st);
+        qi_launch(Wd[l1++ % COPIES], rowb, rows, K, lo, hi, xd, xs, n, sb, part, yd, st);
       }, 0, 8);
       const double us16 = graph_us([&](cudaStream_t st, int) {
         PCK(mmq_launch<WK_Q4_K>(Wd[l2++ % COPIES], rowb, rows, K, xh, n, 1, yd, 0.0f, part, pf, st));
       }, 0, 8);
       const double usp = graph_us([&](cudaStream_t st, int) {
-        const long gr = (long)n * K / 32;
-        k_prep<<<(unsigned)((gr + 7) / 8), 256, 0, st>>>(xd, gr, lo, hi, gs);
+        const long gr = (long)n * K / 256;
+        k_prep<<<(unsigned)((gr + 7) / 8), 256, 0, st>>>(xf, gr, lo, hi, xd, xs);
       }, 0, 8);
       auto pct = [&](double t) { return 100.0 * mb * 1e3 / t / bw; };  // MB / us = 1e3 GB/s
       printf("  n %2d: integer %7.2f us (%3.0f%%), f16 kernel %7.2f us (%3.0f%%), x prep %5.2f us; "
@@ -296,7 +324,8 @@ int main() {
              ok ? "" : "  FAIL");
     }
     for (auto p : Wd) PCK(cudaFree(p));
-    PCK(cudaFree(xd)); PCK(cudaFree(xh)); PCK(cudaFree(lo)); PCK(cudaFree(hi)); PCK(cudaFree(gs));
+    PCK(cudaFree(xf)); PCK(cudaFree(xd)); PCK(cudaFree(xs)); PCK(cudaFree(xh)); PCK(cudaFree(lo));
+    PCK(cudaFree(hi));
     PCK(cudaFree(part)); PCK(cudaFree(yd));
   }
   printf("mmqi: %d failed\n", fails);
