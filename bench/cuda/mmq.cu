@@ -154,17 +154,8 @@ int main(int argc, char **argv) {
     std::vector<uint8_t> hw(wb);
     uint32_t s = 99u + rows;
     auto rnd = [&] { return s = s * 1664525u + 1013904223u, s >> 8; };
-    for (size_t b = 0; b < wb; b += 144) {
-      const float d = (0.5f + (rnd() % 1000) / 1000.0f) * 2.0f / (63.0f * 15.0f * sqrtf((float)K));
-      const __half_raw hd = __half(d), hm = __half(d / 3.0f);
-      memcpy(&hw[b], &hd.x, 2), memcpy(&hw[b + 2], &hm.x, 2);
-      for (int k = 4; k < 144; k++) hw[b + k] = (uint8_t)rnd();
-    }
-    std::vector<uint8_t *> Wd(COPIES);
-    for (auto &p : Wd) {
-      PCK(cudaMalloc((void **)&p, wb));
-      PCK(cudaMemcpy(p, hw.data(), wb, cudaMemcpyHostToDevice));
-    }
+    rand_q4k(hw.data(), wb, K, &s);
+    std::vector<uint8_t *> Wd = dev_copies(hw, COPIES);
     const int NMAX = 32;
     std::vector<__half> hx((size_t)NMAX * K);
     for (auto &v : hx) v = __float2half(((float)(rnd() % 2000) / 1000.0f - 1.0f));

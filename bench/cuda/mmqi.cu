@@ -195,21 +195,10 @@ k_mmqi(const uint8_t *__restrict__ W, size_t rowb, int rows, int K, const int8_t
       }
     }
   };
-  for (int b = 0; b < nb; b += 2) {
-    if (b + 1 < nb) qi_load(wb, w0 + (size_t)(b + 1) * 144, w1 + (size_t)(b + 1) * 144, q);
-    step(wa, b);
-    if (b + 1 >= nb) break;
-    if (b + 2 < nb) qi_load(wa, w0 + (size_t)(b + 2) * 144, w1 + (size_t)(b + 2) * 144, q);
-    step(wb, b + 1);
-  }
-  float *P = part + (size_t)blockIdx.y * n * rows;
-#pragma unroll
-  for (int t = 0; t < NTT; t++)
-#pragma unroll
-    for (int e = 0; e < 4; e++) {
-      const int tok = 8 * t + 2 * q + (e & 1), row = r0 + (e >> 1) * 8;
-      if (tok < n && row < rows) P[(size_t)tok * rows + row] = acc[t][e];
-    }
+  mmq_pingpong(nb, wa, wb, [&](qi_w &w, int b) {
+    qi_load(w, w0 + (size_t)b * 144, w1 + (size_t)b * 144, q);
+  }, step);
+  mmq_store<NTT>(part, acc, n, rows, r0, q);
 }
 
 template <int NTT>
@@ -246,17 +235,8 @@ int main() {
     std::vector<uint8_t> hw(wb);
     uint32_t s = 77u + rows + K;
     auto rnd = [&] { return s = s * 1664525u + 1013904223u, s >> 8; };
-    for (size_t b = 0; b < wb; b += 144) {
-      const float dd = (0.5f + (rnd() % 1000) / 1000.0f) * 2.0f / (63.0f * 15.0f * sqrtf((float)K));
-      const __half_raw hd = __half(dd), hm = __half(dd / 3.0f);
-      memcpy(&hw[b], &hd.x, 2), memcpy(&hw[b + 2], &hm.x, 2);
-      for (int k = 4; k < 144; k++) hw[b + k] = (uint8_t)rnd();
-    }
-    std::vector<uint8_t *> Wd(COPIES);
-    for (auto &p : Wd) {
-      PCK(cudaMalloc((void **)&p, wb));
-      PCK(cudaMemcpy(p, hw.data(), wb, cudaMemcpyHostToDevice));
-    }
+    rand_q4k(hw.data(), wb, K, &s);
+    std::vector<uint8_t *> Wd = dev_copies(hw, COPIES);
     std::vector<float> hx((size_t)NMAX * K);
     for (auto &v : hx) v = (float)(rnd() % 20001) / 10000.0f - 1.0f;
     for (int i = 0; i < NMAX; i++) hx[(size_t)i * K + 5 * i] = 9.0f;  // an outlier a token

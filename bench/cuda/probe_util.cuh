@@ -4,6 +4,7 @@
 #pragma once
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -100,4 +101,27 @@ static float host_q4k_value(const uint8_t *b, int j) {
   }
   const int code = sub % 2 ? qs[32 * (sub / 2) + l] >> 4 : qs[32 * (sub / 2) + l] & 15;
   return d * s * code - dm * m;
+}
+
+// Random Q4_K blocks for rows of K values (the probes' weights), from an LCG
+// seeded by *s: d ~ 2 / (63 * 15 * sqrt(K)) keeps y's scale near x's, dmin a
+// third of it, the other bytes random.
+static void rand_q4k(uint8_t *w, size_t bytes, int K, uint32_t *s) {
+  auto rnd = [&] { return *s = *s * 1664525u + 1013904223u, *s >> 8; };
+  for (size_t b = 0; b + 144 <= bytes; b += 144) {
+    const float d = (0.5f + (rnd() % 1000) / 1000.0f) * 2.0f / (63.0f * 15.0f * sqrtf((float)K));
+    const __half_raw hd = __half(d), hm = __half(d / 3.0f);
+    memcpy(w + b, &hd.x, 2), memcpy(w + b + 2, &hm.x, 2);
+    for (int k = 4; k < 144; k++) w[b + k] = (uint8_t)rnd();
+  }
+}
+
+// n device copies of the host bytes h.
+static std::vector<uint8_t *> dev_copies(const std::vector<uint8_t> &h, int n) {
+  std::vector<uint8_t *> d(n);
+  for (auto &p : d) {
+    PCK(cudaMalloc((void **)&p, h.size()));
+    PCK(cudaMemcpy(p, h.data(), h.size(), cudaMemcpyHostToDevice));
+  }
+  return d;
 }

@@ -261,16 +261,8 @@ int main(int argc, char **argv) {
     std::vector<float *> yh(P + 1);
     std::vector<std::vector<uint8_t>> h(P, std::vector<uint8_t>((size_t)n * rowb));
     uint32_t s = 777u + n;
-    auto rnd = [&] { return s = s * 1664525u + 1013904223u, s >> 8; };
     for (int p = 0; p < P; p++) {
-      for (size_t b = 0; b < h[p].size(); b += 144) {
-        uint8_t *blk = h[p].data() + b;
-        // d ~ 2 / (63 * 15 * sqrt(n)) keeps y's scale near x's; dmin a third of it
-        const float d = (0.5f + (rnd() % 1000) / 1000.0f) * 2.0f / (63.0f * 15.0f * sqrtf((float)n));
-        const __half_raw hd = __half(d), hm = __half(d / 3.0f);
-        memcpy(blk, &hd.x, 2), memcpy(blk + 2, &hm.x, 2);
-        for (int k = 4; k < 144; k++) blk[k] = (uint8_t)rnd();
-      }
+      rand_q4k(h[p].data(), h[p].size(), n, &s);
       PCK(cudaMalloc((void **)&Wh[p], h[p].size()));
       PCK(cudaMemcpy((void *)Wh[p], h[p].data(), h[p].size(), cudaMemcpyHostToDevice));
     }

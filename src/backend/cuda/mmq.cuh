@@ -186,6 +186,35 @@ struct mmq_fmt<WK_Q6_K> {
   }
 };
 
+// A split's nb super-blocks through two register buffers in turn: load(w, b)
+// fills buffer w with super-block b, step(w, b) consumes it while b + 1
+// loads (wa already holds super-block 0).
+template <class Wt, class Load, class Step>
+static __device__ __forceinline__ void mmq_pingpong(int nb, Wt &wa, Wt &wb, Load load, Step step) {
+  for (int b = 0; b < nb; b += 2) {
+    if (b + 1 < nb) load(wb, b + 1);
+    step(wa, b);
+    if (b + 1 >= nb) break;
+    if (b + 2 < nb) load(wa, b + 2);
+    step(wb, b + 1);
+  }
+}
+
+// The lane's C values of NTT tiles to part[split][token][row]: c0, c1 row g,
+// tokens 2q, 2q + 1 of tile t; c2, c3 row g + 8 (r0 the lane's row g).
+template <int NTT>
+static __device__ __forceinline__ void mmq_store(float *part, const float (&acc)[NTT][4], int n,
+                                                 int rows, int r0, int q) {
+  float *P = part + (size_t)blockIdx.y * n * rows;
+#pragma unroll
+  for (int t = 0; t < NTT; t++)
+#pragma unroll
+    for (int e = 0; e < 4; e++) {
+      const int tok = 8 * t + 2 * q + (e & 1), row = r0 + (e >> 1) * 8;
+      if (tok < n && row < rows) P[(size_t)tok * rows + row] = acc[t][e];
+    }
+}
+
 // NTT: token tiles of 8 (n <= 8 NTT). part[split][token][row] (rows of this
 // launch's W: ld rows).
 template <int T, int NTT>
@@ -233,22 +262,10 @@ k_mmq(const uint8_t *__restrict__ W, size_t rowb, int rows, int K, const __half 
       }
     }
   };
-  for (int b = 0; b < nb; b += 2) {
-    if (b + 1 < nb) F::load(wb, w0 + (size_t)(b + 1) * F::BYTES, w1 + (size_t)(b + 1) * F::BYTES, q);
-    step(wa, b);
-    if (b + 1 >= nb) break;
-    if (b + 2 < nb) F::load(wa, w0 + (size_t)(b + 2) * F::BYTES, w1 + (size_t)(b + 2) * F::BYTES, q);
-    step(wb, b + 1);
-  }
-  // C: c0, c1 row g, tokens 2q, 2q + 1 of tile t; c2, c3 row g + 8.
-  float *P = part + (size_t)blockIdx.y * n * rows;
-#pragma unroll
-  for (int t = 0; t < NTT; t++)
-#pragma unroll
-    for (int e = 0; e < 4; e++) {
-      const int tok = 8 * t + 2 * q + (e & 1), row = r0 + (e >> 1) * 8;
-      if (tok < n && row < rows) P[(size_t)tok * rows + row] = acc[t][e];
-    }
+  mmq_pingpong(nb, wa, wb, [&](typename F::w_t &w, int b) {
+    F::load(w, w0 + (size_t)b * F::BYTES, w1 + (size_t)b * F::BYTES, q);
+  }, step);
+  mmq_store<NTT>(part, acc, n, rows, r0, q);
 }
 
 // y[token][row] (ld ldy) = the splits' sums in split order (+ beta y). (The
