@@ -84,8 +84,8 @@ static int check(void) {
       for (int sb : {0, 1, 2, 4}) {  // mmq_split's, then each split at two sizes
         if (sb && n != 5 && n != 17) continue;
         PCK(cudaMemset(yd, 0xff, (size_t)n * rows * 4));
-        PCK(type == WK_Q4_K ? mmq_launch<WK_Q4_K>(W, rowb, rows, K, xd, n, 1, yd, 0.0f, part, pf, 0, sb)
-                            : mmq_launch<WK_Q6_K>(W, rowb, rows, K, xd, n, 1, yd, 0.0f, part, pf, 0, sb));
+        PCK(type == WK_Q4_K ? mmq_launch<WK_Q4_K>(W, rowb, rows, K, xd, n, yd, 0.0f, part, pf, 0, sb)
+                            : mmq_launch<WK_Q6_K>(W, rowb, rows, K, xd, n, yd, 0.0f, part, pf, 0, sb));
         PCK(cudaDeviceSynchronize());
         std::vector<float> y((size_t)n * rows);
         PCK(cudaMemcpy(y.data(), yd, y.size() * 4, cudaMemcpyDeviceToHost));
@@ -132,8 +132,8 @@ static int one(int type, int rows, int K, int n, int sb) {
   PCK(cudaMalloc((void **)&yd, (size_t)n * rows * 4));
   PCK(cudaMalloc((void **)&part, pf * 4));
   for (int i = 0; i < 5; i++)
-    PCK(type == WK_Q4_K ? mmq_launch<WK_Q4_K>(W, rowb, rows, K, xd, n, 1, yd, 0.0f, part, pf, 0, sb)
-                        : mmq_launch<WK_Q6_K>(W, rowb, rows, K, xd, n, 1, yd, 0.0f, part, pf, 0, sb));
+    PCK(type == WK_Q4_K ? mmq_launch<WK_Q4_K>(W, rowb, rows, K, xd, n, yd, 0.0f, part, pf, 0, sb)
+                        : mmq_launch<WK_Q6_K>(W, rowb, rows, K, xd, n, yd, 0.0f, part, pf, 0, sb));
   PCK(cudaDeviceSynchronize());
   return 0;
 }
@@ -175,7 +175,7 @@ int main(int argc, char **argv) {
     for (int n : {1, 4, 8, 16, 24, 32}) {
       int sb = 0;
       auto run = [&](int i, cudaStream_t st) {
-        PCK(mmq_launch<WK_Q4_K>(Wd[i % COPIES], rowb, rows, K, xd, n, 1, yd, 0.0f, part,
+        PCK(mmq_launch<WK_Q4_K>(Wd[i % COPIES], rowb, rows, K, xd, n, yd, 0.0f, part,
                                 (size_t)(K / 256) * NMAX * rows, st, sb));
       };
       run(0, 0);

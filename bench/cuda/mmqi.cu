@@ -292,7 +292,7 @@ int main() {
         qi_launch(Wd[l1++ % COPIES], rowb, rows, K, lo, hi, xd, xs, n, sb, part, yd, st);
       }, 0, 8);
       const double us16 = graph_us([&](cudaStream_t st, int) {
-        PCK(mmq_launch<WK_Q4_K>(Wd[l2++ % COPIES], rowb, rows, K, xh, n, 1, yd, 0.0f, part, pf, st));
+        PCK(mmq_launch<WK_Q4_K>(Wd[l2++ % COPIES], rowb, rows, K, xh, n, yd, 0.0f, part, pf, st));
       }, 0, 8);
       const double usp = graph_us([&](cudaStream_t st, int) {
         const long gr = (long)n * K / 256;

@@ -311,15 +311,15 @@ static inline int mmq_split(int rows, int K) {
 
 // Y (n x rows, ld rows) = X W^T + beta Y for W of type T (Q4_K, Q6_K; rows x
 // K, K a multiple of 256, rows rowb bytes apart; Q4_K 16-byte aligned),
-// min_n <= n <= MMQ_MAX_N, x n x K f16; part: part_floats of scratch; sb the
+// 1 <= n <= MMQ_MAX_N, x n x K f16; part: part_floats of scratch; sb the
 // K split in super-blocks (1, 2 or 4; 0: mmq_split's). Rows in pieces
 // whose partial sums fit. cudaErrorNotSupported: not this kernel's case
 // (the caller takes the GEMM path).
 template <int T>
 static cudaError_t mmq_launch(const uint8_t *W, size_t rowb, int rows, int K, const __half *x,
-                              int n, int min_n, float *y, float beta, float *part,
+                              int n, float *y, float beta, float *part,
                               size_t part_floats, cudaStream_t st, int sb = 0) {
-  if (n < min_n || n < 1 || n > MMQ_MAX_N || K % 256 || !part || sb < 0 || sb == 3 || sb > MMQ_SB)
+  if (n < 1 || n > MMQ_MAX_N || K % 256 || !part || sb < 0 || sb == 3 || sb > MMQ_SB)
     return cudaErrorNotSupported;
   if (T == WK_Q4_K && (rowb % 16 || (uintptr_t)W % 16)) return cudaErrorNotSupported;
   if (T == WK_Q6_K && (rowb % 2 || (uintptr_t)W % 2)) return cudaErrorNotSupported;
