@@ -8,6 +8,8 @@
 // Checked against a host product of the dequantized weights in double
 // precision. `mmq check`: Q4_K and Q6_K at 1 to 32 tokens against host
 // products (session 17: 0 failed, before the kernel joined the engine).
+// `mmq grid`: one tile's grids (launch bounds of 2 to 4 blocks an SM, a
+// block a row tile or a wave of blocks walking them; session 18).
 #include <cublas_v2.h>
 #include <cuda_fp16.h>
 #include <cstdint>
@@ -84,8 +86,8 @@ static int check(void) {
       for (int sb : {0, 1, 2, 4}) {  // mmq_split's, then each split at two sizes
         if (sb && n != 5 && n != 17) continue;
         PCK(cudaMemset(yd, 0xff, (size_t)n * rows * 4));
-        PCK(type == WK_Q4_K ? mmq_launch<WK_Q4_K>(W, rowb, rows, K, xd, n, yd, 0.0f, part, pf, 0, sb)
-                            : mmq_launch<WK_Q6_K>(W, rowb, rows, K, xd, n, yd, 0.0f, part, pf, 0, sb));
+        PCK(type == WK_Q4_K ? mmq_launch<WK_Q4_K>(W, rowb, rows, K, xd, n, yd, 0.0f, part, pf, 0, 0, sb)
+                            : mmq_launch<WK_Q6_K>(W, rowb, rows, K, xd, n, yd, 0.0f, part, pf, 0, 0, sb));
         PCK(cudaDeviceSynchronize());
         std::vector<float> y((size_t)n * rows);
         PCK(cudaMemcpy(y.data(), yd, y.size() * 4, cudaMemcpyDeviceToHost));
@@ -132,14 +134,84 @@ static int one(int type, int rows, int K, int n, int sb) {
   PCK(cudaMalloc((void **)&yd, (size_t)n * rows * 4));
   PCK(cudaMalloc((void **)&part, pf * 4));
   for (int i = 0; i < 5; i++)
-    PCK(type == WK_Q4_K ? mmq_launch<WK_Q4_K>(W, rowb, rows, K, xd, n, yd, 0.0f, part, pf, 0, sb)
-                        : mmq_launch<WK_Q6_K>(W, rowb, rows, K, xd, n, yd, 0.0f, part, pf, 0, sb));
+    PCK(type == WK_Q4_K ? mmq_launch<WK_Q4_K>(W, rowb, rows, K, xd, n, yd, 0.0f, part, pf, 0, 0, sb)
+                        : mmq_launch<WK_Q6_K>(W, rowb, rows, K, xd, n, yd, 0.0f, part, pf, 0, 0, sb));
   PCK(cudaDeviceSynchronize());
   return 0;
 }
 
+// `mmq grid`: one tile (1 to 8 tokens) of Q4_K at the 8B shapes, k_mmq as
+// the engine launches it (a block a 128-row tile, 2 blocks an SM) against 3
+// and 4 blocks an SM (launch bounds) and grids of a wave (blocks walking
+// tiles), at each K split; every variant's output bit-equal to the first's
+// at the same split (the same sums in the same order), or "DIFF".
+template <int MINB>
+static void grid_launch(const uint8_t *W, int rowb, int rows, int K, const __half *x, int n,
+                        int sb, float *part, float *y, cudaStream_t st, int gx) {
+  PCK((mmq_launch_t<WK_Q4_K, 1, MINB>(W, rowb, rows, K, x, n, sb, part, y, rows, 0.0f, st, gx)));
+}
+static int grid_sweep(void) {
+  const double bw = copy_gbps();
+  int sms = 0;
+  PCK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  printf("copy %.0f GB/s, %d SMs\n", bw, sms);
+  const int shapes[][2] = {{1024, 4096}, {4096, 4096}, {14336, 4096}, {4096, 14336}};
+  const int COPIES = 4, NV = 6;
+  const char *vname[NV] = {"tile/2", "tile/3", "tile/4", "wave/2", "wave/3", "wave/4"};
+  int diffs = 0;
+  for (auto &sh : shapes) {
+    const int rows = sh[0], K = sh[1], rowb = K / 256 * 144;
+    const size_t wb = (size_t)rows * rowb;
+    std::vector<uint8_t> hw(wb);
+    uint32_t s = 99u + rows;
+    rand_q4k(hw.data(), wb, K, &s);
+    std::vector<uint8_t *> Wd = dev_copies(hw, COPIES);
+    std::vector<__half> hx((size_t)8 * K);
+    for (auto &v : hx) v = __float2half((float)(((s = s * 1664525u + 1013904223u) >> 8) % 2000) / 1000.0f - 1.0f);
+    __half *xd;
+    float *part, *yd;
+    PCK(cudaMalloc((void **)&xd, hx.size() * 2));
+    PCK(cudaMemcpy(xd, hx.data(), hx.size() * 2, cudaMemcpyHostToDevice));
+    PCK(cudaMalloc((void **)&part, (size_t)(K / 256) * 8 * rows * 4));
+    PCK(cudaMalloc((void **)&yd, (size_t)8 * rows * 4));
+    const double mb = wb / 1e6;
+    printf("%d x %d: %.1f MB, %.2f us at the copy rate; us (%% of copy) a product\n", rows, K, mb,
+           mb / bw * 1e3);
+    for (int n : {1, 4, 8})
+      for (int sb : {1, 2, 4}) {
+        const int splits = (K / 256 + sb - 1) / sb;
+        printf("  n %d split %d%s:", n, sb, sb == mmq_split(rows, K) ? "*" : " ");
+        std::vector<float> ref((size_t)n * rows), out((size_t)n * rows);
+        for (int v = 0; v < NV; v++) {
+          const int minb = v % 3 + 2, gx = v < 3 ? 0 : std::max(1, minb * sms / splits);
+          auto run = [&](int i, cudaStream_t st) {
+            const uint8_t *W = Wd[i % COPIES];
+            if (minb == 2) grid_launch<2>(W, rowb, rows, K, xd, n, sb, part, yd, st, gx);
+            else if (minb == 3) grid_launch<3>(W, rowb, rows, K, xd, n, sb, part, yd, st, gx);
+            else grid_launch<4>(W, rowb, rows, K, xd, n, sb, part, yd, st, gx);
+          };
+          PCK(cudaMemset(yd, 0xff, (size_t)n * rows * 4));
+          run(0, 0);
+          PCK(cudaDeviceSynchronize());
+          PCK(cudaMemcpy((v ? out : ref).data(), yd, out.size() * 4, cudaMemcpyDeviceToHost));
+          const bool same = !v || !memcmp(out.data(), ref.data(), out.size() * 4);
+          diffs += !same;
+          int launch = 0;
+          const double us = graph_us([&](cudaStream_t st, int) { run(launch++, st); }, 0, 8);
+          printf(" %s %6.2f (%3.0f%%)%s", vname[v], us, 100.0 * mb * 1e3 / us / bw, same ? "" : " DIFF");
+        }
+        printf("\n");
+      }
+    for (auto p : Wd) PCK(cudaFree(p));
+    PCK(cudaFree(xd)); PCK(cudaFree(part)); PCK(cudaFree(yd));
+  }
+  printf("grid: %d differ\n", diffs);
+  return diffs ? 1 : 0;
+}
+
 int main(int argc, char **argv) {
   if (argc > 1 && !strcmp(argv[1], "check")) return check();
+  if (argc > 1 && !strcmp(argv[1], "grid")) return grid_sweep();
   if (argc > 6 && !strcmp(argv[1], "one"))
     return one(atoi(argv[2]), atoi(argv[3]), atoi(argv[4]), atoi(argv[5]), atoi(argv[6]));
   const double bw = copy_gbps();
@@ -176,7 +248,7 @@ int main(int argc, char **argv) {
       int sb = 0;
       auto run = [&](int i, cudaStream_t st) {
         PCK(mmq_launch<WK_Q4_K>(Wd[i % COPIES], rowb, rows, K, xd, n, yd, 0.0f, part,
-                                (size_t)(K / 256) * NMAX * rows, st, sb));
+                                (size_t)(K / 256) * NMAX * rows, st, 0, sb));
       };
       run(0, 0);
       PCK(cudaDeviceSynchronize());

@@ -4,18 +4,24 @@
 // f16 one (mmq.cuh), which ncu found bound by its instructions (0.32 a
 // weight byte at 8 tokens: the per-value f16 dequantization).
 //
-// Status: written after session 17's last device call; compiled, not yet
-// run. A first form (x scaled per 32 values, an f32 step after every
-// sub-block) had ~500 SASS instructions a super-block for one tile against
-// mmq.cuh's ~460: the f32 work after each sub-block cost what the
-// dequantization did. This form scales x once per 256 values, as the CPU's
-// 16-bit activations for the K-quants do (wk_act16k, within the reference
-// tests' rules), so a super-block's sub-blocks add in integers. Its SASS:
-// ~350 instructions a super-block for one tile (32 IMMA) against mmq.cuh's
-// ~460, but ~190 more for each further tile (the int32 sums L, H, M: 12
-// IMAD a sub-block and tile) against ~32 there, so it is for 1 to 8 tokens
-// only (a decode step of 3 to 8 sequences), where it should read ~1.3 times
-// faster if issue stays the bound. The first thing to measure.
+// Result (session 18, first device run): correct (max error 1.1e-6 to
+// 9.4e-6 of sum |w x|) and no faster: at 1 to 8 tokens it takes what
+// mmq.cuh takes (33 MB: 19.3-22.6 us against 19.0-23.7; 9.4 MB 7.7-8.0
+// against 7.1-7.6), plus ~2.2 us to prepare x. Fewer instructions a weight
+// byte (~350 a super-block for one tile against ~460) did not make one tile
+// faster, so at 1 to 8 tokens the f16 kernel is not bound by its issue rate
+// (the ncu profile of session 17 was at 8 tokens of 14336 x 4096 and a
+// tile a block). Not kept as a kernel; the record of the measurement.
+//
+// How it was designed: a first form (x scaled per 32 values, an f32 step
+// after every sub-block) had ~500 SASS instructions a super-block for one
+// tile against mmq.cuh's ~460: the f32 work after each sub-block cost what
+// the dequantization did. This form scales x once per 256 values, as the
+// CPU's 16-bit activations for the K-quants do (wk_act16k, within the
+// reference tests' rules), so a super-block's sub-blocks add in integers.
+// Its SASS: ~350 instructions a super-block for one tile (32 IMMA), but
+// ~190 more for each further tile (the int32 sums L, H, M: 12 IMAD a
+// sub-block and tile) against ~32 there, so it was for 1 to 8 tokens only.
 //
 // The codes go to the mma as they are: one mma.m16n8k32 (u8 codes times s8
 // x) is one 32-value sub-block of 16 rows and 8 tokens. x is 16 bits per

@@ -26,9 +26,9 @@ static const int k_types[] = {WK_F32,  WK_F16,  WK_BF16, WK_Q4_0, WK_Q4_1,     W
                               WK_Q8_0, WK_Q4_K, WK_Q5_K, WK_Q6_K, WK_FP8_E4M3, WK_FP8_E5M2};
 
 // Types whose matrix-vector kernel rounds x to integers per 32 values
-// (paths 0, 2, 4 to 10; paths 1, 3, 14 and 15 keep x in f32 or f16).
+// (paths 0, 2, 4 to 10; paths 1, 3, 14 to 16 keep x in f32 or f16).
 static int int_x(int type, int path) {
-  if (path == 1 || path == 3 || path == 14 || path == 15) return 0;
+  if (path == 1 || path == 3 || path >= 14) return 0;
   return type == WK_Q4_0 || type == WK_Q4_1 || type == WK_Q5_0 || type == WK_Q5_1 ||
          type == WK_Q8_0 || type == WK_Q4_K || type == WK_Q5_K || type == WK_Q6_K;
 }
@@ -152,7 +152,7 @@ static void test_matmul_v(int type, int rows, int cols, int n, int path, int nor
     CHECK(worst_b <= 1.0, "%s %s %dx%d n=%d path %d: error %.3g of sum|wx| is %.3g of the "
           "rounding bound (> 1)", label, name, rows, cols, n, path, worst, worst_b);
   } else {
-    double tol = path == 1 || path == 14 || path == 15 ? 2e-3 : path == 11 ? F16X_TOL : 2e-5;
+    double tol = path == 1 || path >= 14 ? 2e-3 : path == 11 ? F16X_TOL : 2e-5;
     CHECK(worst <= tol, "%s %s %dx%d n=%d path %d: error %.3g of sum|wx| > %.1g", label, name,
           rows, cols, n, path, worst, tol);
   }
@@ -529,7 +529,10 @@ int main(void) {
       // one of 4, rows off its 128-row blocks, 1, 5 and 8 tokens (one
       // tile), 9 (a tile of 8 and one of 1), 32 (four whole tiles); 33
       // tokens take the GEMM path; row pieces (path 14); the GEMM path
-      // itself (15). Q6_K rows of 1050 bytes start 2-byte aligned.
+      // itself (15); the grid smaller than the row tiles, each split's block
+      // walking them (16: 3 and 8 tiles a block, 1 to 17 tokens; two blocks
+      // a split, of 2 tiles and 1). Q6_K rows of 1050
+      // bytes start 2-byte aligned.
       test_matmul(t, 200, 1280, 1, 1);
       test_matmul(t, 150, 1280, 5, 1);
       test_matmul(t, 130, 2048, 8, 1);
@@ -538,6 +541,10 @@ int main(void) {
       test_matmul(t, 130, 2048, 33, 1);
       test_matmul(t, 300, 1024, 17, 14);
       test_matmul(t, 200, 1280, 9, 15);
+      test_matmul(t, 300, 1280, 1, 16);
+      test_matmul(t, 1000, 2048, 8, 16);
+      test_matmul(t, 300, 1024, 17, 16);
+      test_matmul(t, 300, 512, 5, 16);
     }
     test_matmul(t, 101, 512, 1, 2);
     test_matmul(t, 67, 768, 2, 3);

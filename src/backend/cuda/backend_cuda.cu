@@ -410,8 +410,12 @@ static int cuda_prepare(wk_backend *b, const wk_model *m, const wk_backend_param
   // all), for batches of at least WICK_CUDA_TC_MIN tokens (default: the
   // type's, mvt_cfg), at most WICK_CUDA_TC_NTOK (4 or 8) tokens a block; the
   // others take the register-streamed one. Comparison.
+  // WICK_CUDA_MMQ=0: batches past the matrix-vector kernels on the GEMM path
+  // only; =tile: the fused kernel a block a row tile (session 17's grid;
+  // comparison).
   const char *mq = getenv("WICK_CUDA_MMQ");
-  s->c.mmq = mq ? atoi(mq) != 0 : 1;
+  const bool mq_tile = mq && !strcmp(mq, "tile");
+  s->c.mmq = mq && !mq_tile ? atoi(mq) != 0 : 1;
   const char *tce = getenv("WICK_CUDA_TC"), *tcm = getenv("WICK_CUDA_TC_MIN");
   s->c.mv_tc = tce ? atoi(tce) & 31 : 31;
   s->c.mv_tc_min = tcm && atoi(tcm) >= 1 ? atoi(tcm) : 0;
@@ -446,6 +450,7 @@ static int cuda_prepare(wk_backend *b, const wk_model *m, const wk_backend_param
   s->flash_h_off = fh && fh[0] == '0';
   s->skip = skip_env();
   CK(cudaDeviceGetAttribute(&s->sms, cudaDevAttrMultiProcessorCount, p->device));
+  s->c.mmq_blocks = mq_tile ? 0 : 2 * s->sms;  // k_mmq's launch bounds: 2 blocks an SM
   cu_attn_shape as = {};
   as.n_heads = m->n_heads, as.n_kv_heads = m->n_kv_heads, as.head_dim = m->head_dim;
   bool group = !s->c.attn_warp && cu_attn_decode_ok(&as);

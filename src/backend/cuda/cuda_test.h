@@ -20,7 +20,8 @@ extern "C" {
 // path (dequantize + cuBLAS; Q4_K and Q6_K batches of up to 32 tokens take
 // the fused kernel, mmq.cuh, since sessions 16-17); 14: path 1 with a scratch of 8
 // rows (the fused kernel in several pieces of rows); 15: path 1 without
-// the fused kernel; 2: (n = 1) the rows as three matrices in one
+// the fused kernel; 16: path 1 with the fused kernel's grid at 4 blocks
+// (each split's block walking all its row tiles); 2: (n = 1) the rows as three matrices in one
 // launch of path 0; 3: f32 x for every type (v4); 4: the streamed kernel
 // (int8 x for the quantized types); 5: (rows == cols) y = W (W x), two
 // launches of path 4 with programmatic dependent launch, the second reading

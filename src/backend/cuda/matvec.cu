@@ -445,9 +445,9 @@ int cu_matmul_xh(cu_ctx *c, const cu_weight *w, int n, float *y, float beta, wk_
     const size_t pf = c->wscratch_elems / 2;
     cudaError_t e = w->type == WK_Q4_K
                         ? mmq_launch<WK_Q4_K>(w->d, w->row_bytes, w->rows, w->cols, c->xh, n, y,
-                                              beta, part, pf, c->st)
+                                              beta, part, pf, c->st, c->mmq_blocks)
                         : mmq_launch<WK_Q6_K>(w->d, w->row_bytes, w->rows, w->cols, c->xh, n, y,
-                                              beta, part, pf, c->st);
+                                              beta, part, pf, c->st, c->mmq_blocks);
     if (e != cudaErrorNotSupported) {
       CK(e);
       return WICK_OK;

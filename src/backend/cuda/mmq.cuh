@@ -11,7 +11,9 @@
 //
 // A block: 8 warps, each a 16-row tile (128 rows a block), over sb (1 to
 // MMQ_SB) super-blocks of K (blockIdx.y: the K split; the last may be
-// shorter); the split's x is staged once in shared memory. Lane (g, q) (g = lane / 4, q =
+// shorter); the split's x is staged once in shared memory. Where the row
+// tiles outnumber a split's share of the resident blocks, each block walks
+// several tiles (k_mmq's WAVE). Lane (g, q) (g = lane / 4, q =
 // lane % 4) holds rows g and g + 8 of its tile; for each of a super-block's
 // 16 k-steps its format (mmq_fmt) makes the A fragment from the lane's own
 // bytes and names the 4 x values the lane's B pair multiplies. The mma's k
@@ -216,20 +218,35 @@ static __device__ __forceinline__ void mmq_store(float *part, const float (&acc)
 }
 
 // NTT: token tiles of 8 (n <= 8 NTT). part[split][token][row] (rows of this
-// launch's W: ld rows).
-template <int T, int NTT>
-__global__ void __launch_bounds__(32 * MMQ_WARPS, 2)
+// launch's W: ld rows). Block x takes row tiles x, x + gridDim.x, ... (one
+// where the grid has a block a tile), its warps' super-blocks one stream
+// across its tiles (the next tile's first loads issued during the last
+// super-block of the one before; WAVE: the grid is smaller than the tiles,
+// else a block a tile and no loop). MINB: blocks an SM (launch bounds).
+template <int T, int NTT, int MINB = 2, bool WAVE = false>
+__global__ void __launch_bounds__(32 * MMQ_WARPS, MINB)
 k_mmq(const uint8_t *__restrict__ W, size_t rowb, int rows, int K, const __half *__restrict__ x,
       int n, int sb, float *__restrict__ part) {
   using F = mmq_fmt<T>;
   extern __shared__ __align__(16) uint8_t mmq_xs[];
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
   const int sb0 = blockIdx.y * sb, nb = min(sb, K / 256 - sb0);
-  const int r0 = blockIdx.x * MMQ_ROWS + 16 * warp + g;  // the lane's rows r0, r0 + 8
-  const uint8_t *w0 = W + (size_t)min(r0, rows - 1) * rowb + (size_t)sb0 * F::BYTES;
-  const uint8_t *w1 = W + (size_t)min(r0 + 8, rows - 1) * rowb + (size_t)sb0 * F::BYTES;
-  typename F::w_t wa, wb;  // super-blocks b (even: wa) and b + 1 in flight
-  F::load(wa, w0, w1, q);
+  const int tiles = (rows + MMQ_ROWS - 1) / MMQ_ROWS;
+  const int items = WAVE ? (tiles - (int)blockIdx.x + (int)gridDim.x - 1) / (int)gridDim.x * nb : nb;
+  // Item i of the block's stream: super-block i % nb of tile blockIdx.x + (i
+  // / nb) gridDim.x; the lane's row r0 (+ 8) of it.
+  auto row0 = [&](int i) {
+    const int tile = WAVE ? (int)blockIdx.x + i / nb * (int)gridDim.x : (int)blockIdx.x;
+    return tile * MMQ_ROWS + 16 * warp + g;
+  };
+  auto load = [&](typename F::w_t &w, int i) {
+    const int r = row0(i);
+    const size_t o = (size_t)(sb0 + (WAVE ? i % nb : i)) * F::BYTES;
+    F::load(w, W + (size_t)min(r, rows - 1) * rowb + o, W + (size_t)min(r + 8, rows - 1) * rowb + o,
+            q);
+  };
+  typename F::w_t wa, wb;  // items i (even: wa) and i + 1 in flight
+  load(wa, 0);
   // The split's x: 4 values a thread-step (stored x0, x2, x1, x3), 64 sb
   // steps a token (sb a power of 2), tokens past n and columns past the
   // split's nb super-blocks zero.
@@ -245,8 +262,9 @@ k_mmq(const uint8_t *__restrict__ W, size_t rowb, int rows, int K, const __half 
   float acc[NTT][4];
 #pragma unroll
   for (int t = 0; t < NTT; t++) acc[t][0] = acc[t][1] = acc[t][2] = acc[t][3] = 0.0f;
-  // Super-block b of the split from w: its 16 k-steps.
-  auto step = [&](const typename F::w_t &w, int b) {
+  // Item i from w: its 16 k-steps; a tile's sums stored after its last.
+  auto step = [&](const typename F::w_t &w, int i) {
+    const int b = WAVE ? i % nb : i;
     typename F::s_t sc;
     F::scales(w, q, sc);
 #pragma unroll
@@ -261,11 +279,14 @@ k_mmq(const uint8_t *__restrict__ W, size_t rowb, int rows, int K, const __half 
         mma16816(acc[t], a, bv.x, bv.y);
       }
     }
+    if (WAVE && b == nb - 1) {
+      mmq_store<NTT>(part, acc, n, rows, row0(i), q);
+#pragma unroll
+      for (int t = 0; t < NTT; t++) acc[t][0] = acc[t][1] = acc[t][2] = acc[t][3] = 0.0f;
+    }
   };
-  mmq_pingpong(nb, wa, wb, [&](typename F::w_t &w, int b) {
-    F::load(w, w0 + (size_t)b * F::BYTES, w1 + (size_t)b * F::BYTES, q);
-  }, step);
-  mmq_store<NTT>(part, acc, n, rows, r0, q);
+  mmq_pingpong(items, wa, wb, load, step);
+  if (!WAVE) mmq_store<NTT>(part, acc, n, rows, row0(0), q);
 }
 
 // y[token][row] (ld ldy) = the splits' sums in split order (+ beta y). (The
@@ -281,17 +302,25 @@ static __global__ void k_mmq_sum(const float *__restrict__ part, int splits, int
   *o = beta != 0.0f ? s + beta * *o : s;
 }
 
-template <int T, int NTT>
+// gx: blocks a split (0: a block a row tile).
+template <int T, int NTT, int MINB = 2>
 static cudaError_t mmq_launch_t(const uint8_t *W, size_t rowb, int rows, int K, const __half *x,
                                 int n, int sb, float *part, float *y, int ldy, float beta,
-                                cudaStream_t st) {
+                                cudaStream_t st, int gx = 0) {
   const size_t smem = (size_t)NTT * 8 * MMQ_TS;
   cudaError_t e;
-  if ((e = cudaFuncSetAttribute(k_mmq<T, NTT>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                (int)smem)) != cudaSuccess)
+  if ((e = cudaFuncSetAttribute(k_mmq<T, NTT, MINB>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                (int)smem)) != cudaSuccess ||
+      (e = cudaFuncSetAttribute(k_mmq<T, NTT, MINB, true>,
+                                cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem)) != cudaSuccess)
     return e;
-  const dim3 grid((rows + MMQ_ROWS - 1) / MMQ_ROWS, (K / 256 + sb - 1) / sb);
-  k_mmq<T, NTT><<<grid, 32 * MMQ_WARPS, smem, st>>>(W, rowb, rows, K, x, n, sb, part);
+  const int tiles = (rows + MMQ_ROWS - 1) / MMQ_ROWS;
+  const bool wave = gx > 0 && gx < tiles;
+  const dim3 grid(wave ? gx : tiles, (K / 256 + sb - 1) / sb);
+  if (wave)
+    k_mmq<T, NTT, MINB, true><<<grid, 32 * MMQ_WARPS, smem, st>>>(W, rowb, rows, K, x, n, sb, part);
+  else
+    k_mmq<T, NTT, MINB><<<grid, 32 * MMQ_WARPS, smem, st>>>(W, rowb, rows, K, x, n, sb, part);
   const long total = (long)n * rows;
   k_mmq_sum<<<(unsigned)((total + 255) / 256), 256, 0, st>>>(part, (int)grid.y, n, rows, y, ldy,
                                                               beta);
@@ -312,13 +341,16 @@ static inline int mmq_split(int rows, int K) {
 // Y (n x rows, ld rows) = X W^T + beta Y for W of type T (Q4_K, Q6_K; rows x
 // K, K a multiple of 256, rows rowb bytes apart; Q4_K 16-byte aligned),
 // 1 <= n <= MMQ_MAX_N, x n x K f16; part: part_floats of scratch; sb the
-// K split in super-blocks (1, 2 or 4; 0: mmq_split's). Rows in pieces
-// whose partial sums fit. cudaErrorNotSupported: not this kernel's case
-// (the caller takes the GEMM path).
+// K split in super-blocks (1, 2 or 4; 0: mmq_split's); blocks: the
+// resident blocks of the device (0: a block a row tile), each split's share
+// walking its tiles where that is fewer blocks than tiles (session 18: 8B
+// FFN shapes at 1 to 8 tokens 5-12% faster). Rows in pieces whose partial
+// sums fit. cudaErrorNotSupported: not this kernel's case (the caller takes
+// the GEMM path).
 template <int T>
 static cudaError_t mmq_launch(const uint8_t *W, size_t rowb, int rows, int K, const __half *x,
                               int n, float *y, float beta, float *part,
-                              size_t part_floats, cudaStream_t st, int sb = 0) {
+                              size_t part_floats, cudaStream_t st, int blocks = 0, int sb = 0) {
   if (n < 1 || n > MMQ_MAX_N || K % 256 || !part || sb < 0 || sb == 3 || sb > MMQ_SB)
     return cudaErrorNotSupported;
   if (T == WK_Q4_K && (rowb % 16 || (uintptr_t)W % 16)) return cudaErrorNotSupported;
@@ -328,16 +360,17 @@ static cudaError_t mmq_launch(const uint8_t *W, size_t rowb, int rows, int K, co
   long piece = (long)(part_floats / (splits * (size_t)n));
   if (piece < rows) piece -= piece % MMQ_ROWS;
   if (piece < MMQ_ROWS && piece < rows) return cudaErrorNotSupported;
+  const int gx = blocks > 0 ? (blocks / (int)splits > 0 ? blocks / (int)splits : 1) : 0;
   for (int r0 = 0; r0 < rows; r0 += (int)piece) {
     const int r1 = r0 + piece < rows ? r0 + (int)piece : rows, nr = r1 - r0;
     const uint8_t *w = W + (size_t)r0 * rowb;
     float *yr = y + r0;
     cudaError_t e;
     switch ((n + 7) / 8) {
-      case 1: e = mmq_launch_t<T, 1>(w, rowb, nr, K, x, n, sb, part, yr, rows, beta, st); break;
-      case 2: e = mmq_launch_t<T, 2>(w, rowb, nr, K, x, n, sb, part, yr, rows, beta, st); break;
-      case 3: e = mmq_launch_t<T, 3>(w, rowb, nr, K, x, n, sb, part, yr, rows, beta, st); break;
-      default: e = mmq_launch_t<T, 4>(w, rowb, nr, K, x, n, sb, part, yr, rows, beta, st); break;
+      case 1: e = mmq_launch_t<T, 1>(w, rowb, nr, K, x, n, sb, part, yr, rows, beta, st, gx); break;
+      case 2: e = mmq_launch_t<T, 2>(w, rowb, nr, K, x, n, sb, part, yr, rows, beta, st, gx); break;
+      case 3: e = mmq_launch_t<T, 3>(w, rowb, nr, K, x, n, sb, part, yr, rows, beta, st, gx); break;
+      default: e = mmq_launch_t<T, 4>(w, rowb, nr, K, x, n, sb, part, yr, rows, beta, st, gx); break;
     }
     if (e != cudaSuccess) return e;
   }
