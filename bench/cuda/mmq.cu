@@ -9,7 +9,8 @@
 // precision. `mmq check`: Q4_K and Q6_K at 1 to 32 tokens against host
 // products (session 17: 0 failed, before the kernel joined the engine).
 // `mmq grid`: one tile's grids (launch bounds of 2 to 4 blocks an SM, a
-// block a row tile or a wave of blocks walking them; session 18).
+// block a row tile or a wave of blocks walking them) at K splits of 1 to 16
+// super-blocks (session 18).
 #include <cublas_v2.h>
 #include <cuda_fp16.h>
 #include <cstdint>
@@ -155,7 +156,7 @@ static int grid_sweep(void) {
   int sms = 0;
   PCK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   printf("copy %.0f GB/s, %d SMs\n", bw, sms);
-  const int shapes[][2] = {{1024, 4096}, {4096, 4096}, {14336, 4096}, {4096, 14336}};
+  const int shapes[][2] = {{1024, 4096}, {4096, 4096}, {14336, 4096}, {4096, 14336}, {57344, 4096}};
   const int COPIES = 4, NV = 6;
   const char *vname[NV] = {"tile/2", "tile/3", "tile/4", "wave/2", "wave/3", "wave/4"};
   int diffs = 0;
@@ -178,7 +179,7 @@ static int grid_sweep(void) {
     printf("%d x %d: %.1f MB, %.2f us at the copy rate; us (%% of copy) a product\n", rows, K, mb,
            mb / bw * 1e3);
     for (int n : {1, 4, 8})
-      for (int sb : {1, 2, 4}) {
+      for (int sb : {1, 2, 4, 8, 16}) {
         const int splits = (K / 256 + sb - 1) / sb;
         printf("  n %d split %d%s:", n, sb, sb == mmq_split(rows, K) ? "*" : " ");
         std::vector<float> ref((size_t)n * rows), out((size_t)n * rows);

@@ -103,7 +103,8 @@ extern "C" int cuda_test_matmul(int type, const void *w, int rows, int cols, con
   if (path == 1 || path == 14 || path == 15 || path == 16) {
     b.c.mv_max_tokens = 0;
     b.c.mmq = path != 15;
-    b.c.mmq_blocks = path == 16 ? 4 : 0;  // 16: the fused kernel's blocks walking row tiles
+    b.c.mmq_blocks = path == 16 ? 4 : 0;  // 16: the fused kernel's blocks walking row tiles,
+    b.c.pdl = path == 16;                 // by programmatic dependent launch
     b.c.xh_elems = (size_t)n * cols;
     b.c.wscratch_elems = (size_t)cols * (rows > 64 ? rows / 3 + 1 : rows);  // several chunks
     // path 14: a scratch so small that the fused kernel's partial sums take

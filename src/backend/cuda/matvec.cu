@@ -445,9 +445,11 @@ int cu_matmul_xh(cu_ctx *c, const cu_weight *w, int n, float *y, float beta, wk_
     const size_t pf = c->wscratch_elems / 2;
     cudaError_t e = w->type == WK_Q4_K
                         ? mmq_launch<WK_Q4_K>(w->d, w->row_bytes, w->rows, w->cols, c->xh, n, y,
-                                              beta, part, pf, c->st, c->mmq_blocks)
+                                              beta, part, pf, c->st, c->mmq_blocks, 0,
+                                              c->pdl != 0)
                         : mmq_launch<WK_Q6_K>(w->d, w->row_bytes, w->rows, w->cols, c->xh, n, y,
-                                              beta, part, pf, c->st, c->mmq_blocks);
+                                              beta, part, pf, c->st, c->mmq_blocks, 0,
+                                              c->pdl != 0);
     if (e != cudaErrorNotSupported) {
       CK(e);
       return WICK_OK;

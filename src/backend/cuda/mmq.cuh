@@ -31,11 +31,13 @@
 #include "backend/cuda/mvr.cuh"       // mvr_ld16_a2, mvr_ld2
 #include "backend/cuda/quant.cuh"     // kq_scale_min
 
-enum { MMQ_MAX_N = 32, MMQ_SB = 4, MMQ_WARPS = 8, MMQ_ROWS = 16 * MMQ_WARPS };
-// x in shared memory: token t's sub-block j at t MMQ_TS + j MMQ_JS bytes (the
-// strides put a half-warp's 16 8-byte reads on 32 banks: j 2q + h, 80 bytes
-// apart, moves q by 8 banks; a token 8 bytes more than 32 sub-blocks by 2).
-enum { MMQ_SUBS = 8 * MMQ_SB, MMQ_JS = 80, MMQ_TS = MMQ_SUBS * MMQ_JS + 8 };
+enum { MMQ_MAX_N = 32, MMQ_SB = 16, MMQ_WARPS = 8, MMQ_ROWS = 16 * MMQ_WARPS };
+// x in shared memory: token t's sub-block j at t mmq_ts(sb) + j MMQ_JS bytes
+// (the strides put a half-warp's 16 8-byte reads on 32 banks: j 2q + h, 80
+// bytes apart, moves q by 8 banks; a token 8 bytes more than 8 sb
+// sub-blocks, 640 sb + 8 = 8 mod 128 bytes, by 2).
+enum { MMQ_JS = 80 };
+static __host__ __device__ __forceinline__ int mmq_ts(int sb) { return 8 * sb * MMQ_JS + 8; }
 
 template <int T>
 struct mmq_fmt;
@@ -246,16 +248,22 @@ k_mmq(const uint8_t *__restrict__ W, size_t rowb, int rows, int K, const __half 
             q);
   };
   typename F::w_t wa, wb;  // items i (even: wa) and i + 1 in flight
-  load(wa, 0);
+  load(wa, 0);  // weights: no earlier kernel writes them
+  // Launched by programmatic dependent launch (pdl): x and the partial sums'
+  // buffer (read by the last product's k_mmq_sum) after the wait; the grid
+  // is one wave where mmq_launch has the device's blocks, so the sums'
+  // launch may be let go at the start.
+  if (WAVE) pdl_launch_next();
+  pdl_wait();
   // The split's x: 4 values a thread-step (stored x0, x2, x1, x3), 64 sb
   // steps a token (sb a power of 2), tokens past n and columns past the
   // split's nb super-blocks zero.
-  const int lsb = sb == 4 ? 2 : sb == 2 ? 1 : 0;
+  const int lsb = 31 - __clz(sb), ts = mmq_ts(sb);
   for (int i = threadIdx.x; i < NTT * 8 * 64 * sb; i += blockDim.x) {
     const int t = i >> (6 + lsb), c = i & ((64 << lsb) - 1);
     uint2 v = make_uint2(0u, 0u);
     if (t < n && c < 64 * nb) v = __ldg((const uint2 *)(x + (size_t)t * K + sb0 * 256 + 4 * c));
-    *(uint2 *)(mmq_xs + t * MMQ_TS + (c >> 3) * MMQ_JS + 8 * (c & 7)) =
+    *(uint2 *)(mmq_xs + t * ts + (c >> 3) * MMQ_JS + 8 * (c & 7)) =
         make_uint2(__byte_perm(v.x, v.y, 0x5410), __byte_perm(v.x, v.y, 0x7632));
   }
   __syncthreads();
@@ -272,10 +280,10 @@ k_mmq(const uint8_t *__restrict__ W, size_t rowb, int rows, int K, const __half 
       uint32_t a[4];
       F::frag(w, sc, q, st, a);
       const int col = 256 * b + F::xcol(q, st);
-      const uint8_t *xb = mmq_xs + g * MMQ_TS + (col >> 5) * MMQ_JS + 2 * (col & 31);
+      const uint8_t *xb = mmq_xs + g * ts + (col >> 5) * MMQ_JS + 2 * (col & 31);
 #pragma unroll
       for (int t = 0; t < NTT; t++) {
-        const uint2 bv = *(const uint2 *)(xb + 8 * t * MMQ_TS);
+        const uint2 bv = *(const uint2 *)(xb + 8 * t * ts);
         mma16816(acc[t], a, bv.x, bv.y);
       }
     }
@@ -294,6 +302,7 @@ k_mmq(const uint8_t *__restrict__ W, size_t rowb, int rows, int K, const __half 
 // took 5-30% longer: session 17.)
 static __global__ void k_mmq_sum(const float *__restrict__ part, int splits, int n, int rows,
                                  float *__restrict__ y, int ldy, float beta) {
+  pdl_wait();
   const long i = blockIdx.x * (long)blockDim.x + threadIdx.x, total = (long)n * rows;
   if (i >= total) return;
   float s = 0.0f;
@@ -302,12 +311,14 @@ static __global__ void k_mmq_sum(const float *__restrict__ part, int splits, int
   *o = beta != 0.0f ? s + beta * *o : s;
 }
 
-// gx: blocks a split (0: a block a row tile).
+// gx: blocks a split (0: a block a row tile); pdl: both kernels by
+// programmatic dependent launch.
 template <int T, int NTT, int MINB = 2>
 static cudaError_t mmq_launch_t(const uint8_t *W, size_t rowb, int rows, int K, const __half *x,
                                 int n, int sb, float *part, float *y, int ldy, float beta,
-                                cudaStream_t st, int gx = 0) {
-  const size_t smem = (size_t)NTT * 8 * MMQ_TS;
+                                cudaStream_t st, int gx = 0, bool pdl = false) {
+  const size_t smem = (size_t)NTT * 8 * mmq_ts(sb);
+  if (smem > 200 * 1024) return cudaErrorNotSupported;
   cudaError_t e;
   if ((e = cudaFuncSetAttribute(k_mmq<T, NTT, MINB>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                 (int)smem)) != cudaSuccess ||
@@ -317,14 +328,13 @@ static cudaError_t mmq_launch_t(const uint8_t *W, size_t rowb, int rows, int K, 
   const int tiles = (rows + MMQ_ROWS - 1) / MMQ_ROWS;
   const bool wave = gx > 0 && gx < tiles;
   const dim3 grid(wave ? gx : tiles, (K / 256 + sb - 1) / sb);
-  if (wave)
-    k_mmq<T, NTT, MINB, true><<<grid, 32 * MMQ_WARPS, smem, st>>>(W, rowb, rows, K, x, n, sb, part);
-  else
-    k_mmq<T, NTT, MINB><<<grid, 32 * MMQ_WARPS, smem, st>>>(W, rowb, rows, K, x, n, sb, part);
+  e = cu_launch(pdl, st, grid, dim3(32 * MMQ_WARPS), smem,
+                wave ? k_mmq<T, NTT, MINB, true> : k_mmq<T, NTT, MINB>, W, rowb, rows, K, x, n, sb,
+                part);
+  if (e != cudaSuccess) return e;
   const long total = (long)n * rows;
-  k_mmq_sum<<<(unsigned)((total + 255) / 256), 256, 0, st>>>(part, (int)grid.y, n, rows, y, ldy,
-                                                              beta);
-  return cudaGetLastError();
+  return cu_launch(pdl, st, dim3((unsigned)((total + 255) / 256)), dim3(256), 0, k_mmq_sum, part,
+                   (int)grid.y, n, rows, y, ldy, beta);
 }
 
 // The K split in super-blocks (1, 2 or 4; session 17, bench/cuda/mmq.cu):
@@ -341,17 +351,18 @@ static inline int mmq_split(int rows, int K) {
 // Y (n x rows, ld rows) = X W^T + beta Y for W of type T (Q4_K, Q6_K; rows x
 // K, K a multiple of 256, rows rowb bytes apart; Q4_K 16-byte aligned),
 // 1 <= n <= MMQ_MAX_N, x n x K f16; part: part_floats of scratch; sb the
-// K split in super-blocks (1, 2 or 4; 0: mmq_split's); blocks: the
+// K split in super-blocks (a power of 2 up to MMQ_SB; 0: mmq_split's); blocks: the
 // resident blocks of the device (0: a block a row tile), each split's share
 // walking its tiles where that is fewer blocks than tiles (session 18: 8B
 // FFN shapes at 1 to 8 tokens 5-12% faster). Rows in pieces whose partial
 // sums fit. cudaErrorNotSupported: not this kernel's case (the caller takes
-// the GEMM path).
+// the GEMM path). pdl: the kernels by programmatic dependent launch.
 template <int T>
 static cudaError_t mmq_launch(const uint8_t *W, size_t rowb, int rows, int K, const __half *x,
                               int n, float *y, float beta, float *part,
-                              size_t part_floats, cudaStream_t st, int blocks = 0, int sb = 0) {
-  if (n < 1 || n > MMQ_MAX_N || K % 256 || !part || sb < 0 || sb == 3 || sb > MMQ_SB)
+                              size_t part_floats, cudaStream_t st, int blocks = 0, int sb = 0,
+                              bool pdl = false) {
+  if (n < 1 || n > MMQ_MAX_N || K % 256 || !part || sb < 0 || sb > MMQ_SB || (sb & (sb - 1)))
     return cudaErrorNotSupported;
   if (T == WK_Q4_K && (rowb % 16 || (uintptr_t)W % 16)) return cudaErrorNotSupported;
   if (T == WK_Q6_K && (rowb % 2 || (uintptr_t)W % 2)) return cudaErrorNotSupported;
@@ -367,10 +378,10 @@ static cudaError_t mmq_launch(const uint8_t *W, size_t rowb, int rows, int K, co
     float *yr = y + r0;
     cudaError_t e;
     switch ((n + 7) / 8) {
-      case 1: e = mmq_launch_t<T, 1>(w, rowb, nr, K, x, n, sb, part, yr, rows, beta, st, gx); break;
-      case 2: e = mmq_launch_t<T, 2>(w, rowb, nr, K, x, n, sb, part, yr, rows, beta, st, gx); break;
-      case 3: e = mmq_launch_t<T, 3>(w, rowb, nr, K, x, n, sb, part, yr, rows, beta, st, gx); break;
-      default: e = mmq_launch_t<T, 4>(w, rowb, nr, K, x, n, sb, part, yr, rows, beta, st, gx); break;
+      case 1: e = mmq_launch_t<T, 1>(w, rowb, nr, K, x, n, sb, part, yr, rows, beta, st, gx, pdl); break;
+      case 2: e = mmq_launch_t<T, 2>(w, rowb, nr, K, x, n, sb, part, yr, rows, beta, st, gx, pdl); break;
+      case 3: e = mmq_launch_t<T, 3>(w, rowb, nr, K, x, n, sb, part, yr, rows, beta, st, gx, pdl); break;
+      default: e = mmq_launch_t<T, 4>(w, rowb, nr, K, x, n, sb, part, yr, rows, beta, st, gx, pdl); break;
     }
     if (e != cudaSuccess) return e;
   }
