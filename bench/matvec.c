@@ -226,12 +226,16 @@ static double cpu_now(void) {
 
 // The kernel's own speed, memory aside: matvec GB/s on the calling thread
 // over the first rows of the matrix (about 256 KB, so they stay in L2),
-// timed in thread CPU time.
+// timed in thread CPU time. The rows are a multiple of 24 (of the 8-row
+// decode tiles and the 12-row chunks), so that no tail tile runs: at 12
+// rows, Q8_0 at k = 14336 (15 KB rows) ran 4 of them through the 1x1 tile
+// and read ~24 GB/s instead of ~30+. Where 24 rows pass 512 KB (half of
+// Zen 4's 1 MB L2: f32, f16, bf16 at k = 14336) it stays 12, in L2.
 static double cache_rate(mm_job *j, const uint8_t *w, double min_time) {
   mm_job c = *j;
   c.w = w;
-  c.n = (long)((256u << 10) / c.rb) / 12 * 12;
-  if (c.n < 12) c.n = 12;
+  c.n = (long)((256u << 10) / c.rb) / 24 * 24;
+  if (c.n < 24) c.n = 24 * c.rb <= (512u << 10) ? 24 : 12;
   if (c.n > j->n) c.n = j->n;
   c.chunk = c.n;
   int calls = 0;
