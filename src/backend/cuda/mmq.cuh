@@ -235,9 +235,9 @@ struct mmq_y {
 // ranks in rank order (split order, as k_mmq_sum: the same bits) and
 // writes them; the second barrier keeps red until every rank has read it.
 template <int NTT>
-static __device__ __forceinline__ void mmq_cluster_sum(const float (&acc)[NTT][4], float *red, int n,
-                                                       int rows, int r0, const mmq_y &yo, int warp,
-                                                       int g, int q) {
+static __device__ __forceinline__ void mmq_cluster_sum(const float (&acc)[NTT][4], float *red,
+                                                       int n, int rows, int r0, const mmq_y &yo,
+                                                       int warp, int g, int q) {
   namespace cg = cooperative_groups;
   cg::cluster_group cl = cg::this_cluster();
   constexpr int NT = 8 * NTT;
@@ -279,7 +279,8 @@ k_mmq(const uint8_t *__restrict__ W, size_t rowb, int rows, int K, const __half 
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
   const int sb0 = (int)(CL ? blockIdx.z : blockIdx.y) * sb, nb = min(sb, K / 256 - sb0);
   const int tiles = (rows + MMQ_ROWS - 1) / MMQ_ROWS;
-  const int items = WAVE ? (tiles - (int)blockIdx.x + (int)gridDim.x - 1) / (int)gridDim.x * nb : nb;
+  const int mine = (tiles - (int)blockIdx.x + (int)gridDim.x - 1) / (int)gridDim.x;  // WAVE: tiles
+  const int items = WAVE ? mine * nb : nb;
   // Item i of the block's stream: super-block i % nb of tile blockIdx.x + (i
   // / nb) gridDim.x; the lane's row r0 (+ 8) of it.
   auto row0 = [&](int i) {
@@ -319,8 +320,8 @@ k_mmq(const uint8_t *__restrict__ W, size_t rowb, int rows, int K, const __half 
   // the cluster's splits into y.
   auto emit = [&](int r0) {
     if constexpr (CL)
-      mmq_cluster_sum<NTT>(acc, (float *)(mmq_xs + (size_t)NTT * 8 * ts), n, rows, r0 - 16 * warp - g,
-                           yo, warp, g, q);
+      mmq_cluster_sum<NTT>(acc, (float *)(mmq_xs + (size_t)NTT * 8 * ts), n, rows,
+                           r0 - 16 * warp - g, yo, warp, g, q);
     else
       mmq_store<NTT>(part, acc, n, rows, r0, q);
   };
@@ -389,8 +390,8 @@ static cudaError_t mmq_launch_t(const uint8_t *W, size_t rowb, int rows, int K, 
   const mmq_y yo = {y, ldy, beta};
   const int gxx = wave ? gx : tiles;
   if constexpr (CL)
-    return cu_launch_cluster(pdl, st, dim3(gxx, 1, splits), dim3(32 * MMQ_WARPS), smem, splits, kern,
-                             W, rowb, rows, K, x, n, sb, part, yo);
+    return cu_launch_cluster(pdl, st, dim3(gxx, 1, splits), dim3(32 * MMQ_WARPS), smem, splits,
+                             kern, W, rowb, rows, K, x, n, sb, part, yo);
   e = cu_launch(pdl, st, dim3(gxx, splits), dim3(32 * MMQ_WARPS), smem, kern, W, rowb, rows, K, x,
                 n, sb, part, yo);
   if (e != cudaSuccess) return e;
@@ -441,10 +442,14 @@ static cudaError_t mmq_launch(const uint8_t *W, size_t rowb, int rows, int K, co
     float *yr = y + r0;
     cudaError_t e;
     switch ((n + 7) / 8) {
-      case 1: e = mmq_launch_t<T, 1, 2, CL>(w, rowb, nr, K, x, n, sb, part, yr, rows, beta, st, gx, pdl); break;
-      case 2: e = mmq_launch_t<T, 2, 2, CL>(w, rowb, nr, K, x, n, sb, part, yr, rows, beta, st, gx, pdl); break;
-      case 3: e = mmq_launch_t<T, 3, 2, CL>(w, rowb, nr, K, x, n, sb, part, yr, rows, beta, st, gx, pdl); break;
-      default: e = mmq_launch_t<T, 4, 2, CL>(w, rowb, nr, K, x, n, sb, part, yr, rows, beta, st, gx, pdl); break;
+      case 1: e = mmq_launch_t<T, 1, 2, CL>(w, rowb, nr, K, x, n, sb, part, yr, rows, beta, st,
+                                            gx, pdl); break;
+      case 2: e = mmq_launch_t<T, 2, 2, CL>(w, rowb, nr, K, x, n, sb, part, yr, rows, beta, st,
+                                            gx, pdl); break;
+      case 3: e = mmq_launch_t<T, 3, 2, CL>(w, rowb, nr, K, x, n, sb, part, yr, rows, beta, st,
+                                            gx, pdl); break;
+      default: e = mmq_launch_t<T, 4, 2, CL>(w, rowb, nr, K, x, n, sb, part, yr, rows, beta, st,
+                                             gx, pdl); break;
     }
     if (e != cudaSuccess) return e;
   }
