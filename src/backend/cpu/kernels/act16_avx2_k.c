@@ -15,7 +15,7 @@
 // same integers. One token of Q4_K, Q5_K, IQ4_XS: kdec (below), the same
 // integers again with cheaper scale handling; of Q2_K, Q3_K: kdec16, a row's
 // chunks in turn; the one-token tiles prefetch their rows' super-blocks
-// ahead (kprefetch). Per super-block:
+// A16_K_AHEAD bytes ahead (a16_ahead). Per super-block:
 //   acc += float(lanes) * (d_w * d_a)
 //   acc -= m * s_a per 16 values     (not Q3_K, IQ4_XS; m: dmin * min, or d * offset * scale;
 //                                     Q4_K, Q5_K: per 32, k4_min_term;
@@ -363,21 +363,6 @@ AT AI __m256i kd_bcastw(const void *p) {
   return v;
 }
 
-// One token reads each weight byte once: the one-token tiles prefetch, per
-// row, the super-block KPF bytes ahead of the one they start (each of its
-// cache lines; a row's stream runs on into the next row, which the next tile
-// takes). Rows from memory at 4096x14336 and 14336x4096, GB/s without ->
-// with: one thread Q6_K 14.6-14.9 -> 16.0-16.3, Q4_K 15.1-15.3 -> 16.2-16.5;
-// two threads (best of 5) Q6_K 28.6-29.4 -> 31.1-31.8, Q4_K 29.8-30.5 ->
-// 31.5-32.5. 384 to 1536 bytes measured alike; the 576- and 640-row shapes
-// gain nothing (1536x576 and 2048x640 stay at ~28-29 GB/s, 2 threads).
-#define KPF 768
-
-AT AI void kprefetch(const int type, const int R, const uint8_t *blk, size_t ws) {
-  A16_UNROLL for (int r = 0; r < R; r++) A16_UNROLL for (int o = 0; o < a16_k_bytes(type); o += 64)
-      _mm_prefetch((const char *)blk + (size_t)r * ws + KPF + o, _MM_HINT_T0);
-}
-
 // *lo += pmaddwd(pmaddubsw(a, b), s), *hi += pmaddwd(pmaddubsw(c, d), s)
 // (a, c: the unsigned operands).
 AT AI void kd_products(__m256i a, __m256i b, __m256i c, __m256i d, __m256i s, __m256i *lo,
@@ -413,7 +398,7 @@ AT AI void kdec(const int type, const int R, const uint8_t *w, size_t ws, int64_
                                                               : wk_act16_bytes(WK_ACT_A16K, nb, b));
     kdprep p[A16_MAXR];  // IQ4_XS
     k4dprep *pp = &p4s[b & 1];
-    kprefetch(type, R, blk, ws);
+    a16_ahead(R, blk, ws, b, (size_t)bytes, A16_K_AHEAD);
     if (type == WK_IQ4_XS) {
       const __m256 da = _mm256_set1_ps(act[b].d);
       A16_UNROLL for (int r = 0; r < R; r++) kd_prep(blk + (size_t)r * ws, da, &p[r]);
@@ -523,7 +508,7 @@ AT AI void kdec16(const int type, const int R, const uint8_t *w, size_t ws, int6
     const int8_t *e = (const int8_t *)xq + wk_act16k_sign_bytes(nb, b);  // Q3_K: |lo|, |hi|, sign
     float dd[A16_MAXR], mf[A16_MAXR];
     k16_dprep(type, R, blk, ws, act[b].d, dd, mf);
-    kprefetch(type, R, blk, ws);
+    a16_ahead(R, blk, ws, b, (size_t)bytes, A16_K_AHEAD);
     __m256i sc[A16_MAXR];
     A16_UNROLL for (int r = 0; r < R; r++) {
       __m128i x = k16_scale_bytes(type, blk + (size_t)r * ws);
@@ -585,7 +570,7 @@ AT AI void ktile(const int type, const int R, const int N, const uint8_t *w, siz
   for (int64_t b = 0; b < nb; b++) {
     kprep p[A16_MAXR];
     const wk_act16k *a[A16_MAXN];
-    if (N == 1) kprefetch(type, R, w + (size_t)b * (size_t)bytes, ws);
+    if (N == 1) a16_ahead(R, w + (size_t)b * (size_t)bytes, ws, b, (size_t)bytes, A16_K_AHEAD);
     A16_UNROLL for (int r = 0; r < R; r++)
         kprep_block(type, w + (size_t)r * ws + (size_t)b * (size_t)bytes, &p[r]);
     A16_UNROLL for (int t = 0; t < N; t++) a[t] = (const wk_act16k *)(xq + (size_t)t * xs) + b;

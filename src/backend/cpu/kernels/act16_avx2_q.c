@@ -330,8 +330,10 @@ AT AI __m256i qsums8(const int type, const uint8_t *const *row, const int8_t *q,
 // Bytes ahead of the current block that the decode tile prefetches in each
 // of its 8 rows (within the row): with two threads streaming 8 rows each from
 // memory the hardware prefetchers fell behind on long rows (k = 14336, Q4_0
-// and Q4_1: 26.5 -> 28 GB/s with two threads). The same in the super-block
-// tiles slowed short rows and was left out.
+// and Q4_1: 26.5 -> 28 GB/s with two threads). 256 and 384 against 512 (here
+// and DEC_AHEAD, act16_avx512_q.c; Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, 11 runs):
+// 384 0-4 points better with one thread in one batch, the same in the next,
+// 2 threads the same; 256 no better. (The super-block tiles: A16_K_AHEAD.)
 #define QDEC_AHEAD 512
 // The same for Q8_0's decode tile (tile(), R = 8, N = 1). bench_matvec
 // --act16, product / read passes, medians of ~30 runs: 2 threads at
@@ -340,16 +342,6 @@ AT AI __m256i qsums8(const int type, const uint8_t *const *row, const int8_t *q,
 // bytes: 2 threads at 4096x14336 the same or up to 3 points better, the other
 // shapes and 1 thread worse; 1024 lost.
 #define Q8DEC_AHEAD 256
-
-// The prefetch of block b (at blk, bytes long) of 8 rows ws apart, ahead
-// bytes on: one per cache line a row's stream moves on (a block that starts
-// one; Q8_0's 34-byte blocks too); past a row's end it runs into the next
-// row, which the next tile reads.
-AT AI void qdec_ahead(const uint8_t *blk, size_t ws, int64_t b, size_t bytes, size_t ahead) {
-  if (((size_t)b * bytes & 63) < bytes)
-    A16_UNROLL for (int r = 0; r < 8; r++)
-        _mm_prefetch((const char *)(blk + (size_t)r * ws + ahead), _MM_HINT_T0);
-}
 
 // 8 rows x one token, the same f32 operations as tile().
 AT AI void qdec8(const int type, const uint8_t *w, size_t ws, int64_t nb, const uint8_t *xq,
@@ -362,7 +354,7 @@ AT AI void qdec8(const int type, const uint8_t *w, size_t ws, int64_t nb, const 
   for (int64_t b = 0; b < nb; b++) {
     const uint8_t *blk = w + (size_t)b * bytes;
     const int8_t *q = (const int8_t *)xq + wk_act16_bytes(WK_ACT_A16, nb, b);
-    qdec_ahead(blk, ws, b, bytes, QDEC_AHEAD);
+    a16_ahead(8, blk, ws, b, bytes, QDEC_AHEAD);
     const uint8_t *row[8];
     A16_UNROLL for (int r = 0; r < 8; r++) row[r] = blk + (size_t)r * ws;
     __m256i dm = _mm256_setzero_si256();
@@ -398,7 +390,7 @@ AT AI void tile(const int type, const int R, const int N, const uint8_t *w, size
   __m256 acc = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; b++) {
     const uint8_t *blk = w + (size_t)b * (size_t)bytes;
-    if (N == 1 && R == 8) qdec_ahead(blk, ws, b, (size_t)bytes, Q8DEC_AHEAD);  // Q8_0
+    if (N == 1 && R == 8) a16_ahead(8, blk, ws, b, (size_t)bytes, Q8DEC_AHEAD);  // Q8_0
     __m256i is[8];
     float da[8] = {0}, sa[8] = {0};
     int sum[8] = {0};

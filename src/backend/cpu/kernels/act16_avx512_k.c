@@ -192,19 +192,6 @@ AT AI void zapply(const int type, const zterms *t, __m256 *acc) {
   *acc = _mm256_fnmadd_ps(t->m1, _mm256_loadu_ps(t->s + 8), *acc);
 }
 
-// As the AVX2 decode tiles: each row's super-block KPF bytes ahead is
-// prefetched (each cache line) when its current one starts.
-#define ZPF 768
-
-// Two cache lines ZPF bytes ahead of each of R rows' super-block at blk
-// (Q2_K: 84 bytes, Q3_K: 110).
-AT AI void zprefetch2(const uint8_t *blk, const int R, size_t ws) {
-  A16_UNROLL for (int r = 0; r < R; r++) {
-    _mm_prefetch((const char *)blk + (size_t)r * ws + ZPF, _MM_HINT_T0);
-    _mm_prefetch((const char *)blk + (size_t)r * ws + ZPF + 64, _MM_HINT_T0);
-  }
-}
-
 // Q6_K: R rows (w, w + ws, ...) x one token; y[r * yr].
 AT AI void zdec(const int type, const int R, const uint8_t *w, size_t ws, int64_t nb,
                 const uint8_t *xq, float *y, size_t yr) {
@@ -215,8 +202,7 @@ AT AI void zdec(const int type, const int R, const uint8_t *w, size_t ws, int64_
   A16_UNROLL for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; b++) {
     const uint8_t *blk = w + (size_t)b * (size_t)bytes;
-    A16_UNROLL for (int r = 0; r < R; r++) A16_UNROLL for (int o = 0; o < bytes; o += 64)
-        _mm_prefetch((const char *)blk + (size_t)r * ws + ZPF + o, _MM_HINT_T0);
+    a16_ahead(R, blk, ws, b, (size_t)bytes, A16_K_AHEAD);
     zact x;
     x.a = &act[b];
     const uint8_t *q = xq + wk_act16_bytes(WK_ACT_A16K, nb, b);
@@ -392,7 +378,7 @@ AT AI void zq2dec_loop(const int R, const uint8_t *w, size_t ws, int64_t nb, con
   const __m512i m3 = _mm512_set1_epi8(3), mc = _mm512_set1_epi8(12);
   for (int64_t b = 0; b < nb; b++) {
     const uint8_t *blk = w + (size_t)b * 84;
-    zprefetch2(blk, R, ws);
+    a16_ahead(R, blk, ws, b, 84, A16_K_AHEAD);
     __m512i xl[4], xh[4], l0, h0;  // pair p: chunks p and p + 4
     zpairs_at(xq, nb, b, c, 0, xl, xh, &l0, &h0);
     // d_w * d_a at 2 r, dmin / 16 at 2 r + 1 (f32 bits), from the dwords
@@ -588,7 +574,7 @@ AT AI void zq3dec_loop(const int R, const uint8_t *w, size_t ws, int64_t nb, con
   A16_UNROLL for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; b++) {
     const uint8_t *blk = w + (size_t)b * 110;
-    zprefetch2(blk, R, ws);
+    a16_ahead(R, blk, ws, b, 110, A16_K_AHEAD);
     __m512i xl[4], xh[4], l0, h0;  // pair p: chunks p and p + 4
     zpairs_at(xq, nb, b, c, 1, xl, xh, &l0, &h0);
     int32_t *dd = ddb[b & 1];
@@ -657,8 +643,7 @@ AT AI void yiq4dec(const int R, const uint8_t *w, size_t ws, int64_t nb, const u
   const __m256i nib = _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4);
   for (int64_t b = 0; b < nb; b++) {
     const uint8_t *blk = w + (size_t)b * 136;
-    A16_UNROLL for (int r = 0; r < R; r++) A16_UNROLL for (int o = 0; o < 136; o += 64)
-        _mm_prefetch((const char *)blk + (size_t)r * ws + ZPF + o, _MM_HINT_T0);
+    a16_ahead(R, blk, ws, b, 136, A16_K_AHEAD);
     const uint8_t *e = xq + wk_act16k_sign_bytes(nb, b);  // |lo| at 0, |hi| at 256, sign at 512
     int16_t sc[A16_MAXR + 3][8];  // row r, chunk j: its scale
     int32_t dd[A16_MAXR + 3];     // row r: d_w * d_a (f32 bits)
@@ -749,14 +734,14 @@ AT static void zgemm1(const int type, zdec_fn dec, zdec_fn one, int dm, const ui
   const int32_t *c = NULL;
   if (zhas_prep(type) && nb <= ZP_NB) zprep(xq, nb, type == WK_Q3_K, prep), c = prep;
   const int q = rows / dm;
-  // The first ZPF bytes of each stream, which the tiles' prefetches (ZPF
-  // ahead) leave out; small products (a few hundred rows of 6-8
+  // The first A16_K_AHEAD bytes of each stream, which the tiles' prefetches
+  // leave out; small products (a few hundred rows of 6-8
   // super-blocks, a thread's share a few tiles' worth) start their streams
   // often: one thread from memory at 1536x576 / 2048x640, Q2_K 12.0 / 13.0
   // -> 12.6 / 13.3 GB/s, Q3_K 13.4 / 13.0 -> 14.1 / 14.8, Q6_K 17.6 / 19.0 ->
   // 19.1 / 20.0 (medians of 5-6 runs alternating with the build before).
   A16_UNROLL for (int r = 0; r < 4; r++) if (r < dm && q > 0)
-      for (int o = 0; o < ZPF; o += 64)
+      for (int o = 0; o < A16_K_AHEAD; o += 64)
         _mm_prefetch((const char *)w + (size_t)r * (size_t)q * ws + o, _MM_HINT_T0);
   for (int j = 0; j < q; j++) dec(w + (size_t)j * ws, ws * (size_t)q, nb, xq, c, y + j, (size_t)q);
   for (int r = q * dm; r < rows; r++) one(w + (size_t)r * ws, ws, nb, xq, c, y + r, 1);

@@ -128,11 +128,7 @@ AT AI void dec8(const int type, const uint8_t *w, size_t ws, int64_t nb, const u
   for (int64_t b = 0; b < nb; b++) {
     const uint8_t *blk = w + (size_t)b * bytes;
     const int8_t *q = (const int8_t *)xq + wk_act16_bytes(WK_ACT_A16, nb, b);
-    // one prefetch per cache line a row's stream moves on (a block that starts
-    // one); past a row's end it runs into the next row, which the next tile reads
-    if (((size_t)b * bytes & 63) < bytes)
-      A16_UNROLL for (int r = 0; r < 8; r++)
-          _mm_prefetch((const char *)(blk + (size_t)r * ws + DEC_AHEAD), _MM_HINT_T0);
+    a16_ahead(8, blk, ws, b, bytes, DEC_AHEAD);
     const uint8_t *row[8];
     A16_UNROLL for (int r = 0; r < 8; r++) row[r] = blk + (size_t)r * ws;
     __m512i x[4], c[2];

@@ -136,6 +136,40 @@ AT AI int a16_k_bytes(const int type) {
   }
 }
 
+// Bytes ahead of the current super-block that the one-token tiles prefetch
+// in each of their rows (a16_ahead; the AVX-512 products also prefetch the
+// first A16_K_AHEAD bytes of each stream, zgemm1). Rows from memory at
+// 4096x14336 and 14336x4096, GB/s without -> with: one thread Q6_K 14.6-14.9
+// -> 16.0-16.3, Q4_K 15.1-15.3 -> 16.2-16.5; two threads (best of 5) Q6_K
+// 28.6-29.4 -> 31.1-31.8, Q4_K 29.8-30.5 -> 31.5-32.5 (the 576- and 640-row
+// shapes gained nothing). bench_matvec --act16, product / read passes,
+// medians of 5-6 runs alternating with 768, all six types: 512 and 1024 the
+// same at 2 threads (within +-5 points, the spread between two copies of
+// one build), 512 2-6 points worse with one thread at 14336x4096 (Q3_K, Q6_K,
+// IQ4_XS); 0 to 256 3-15 points worse with one thread there.
+#define A16_K_AHEAD 768
+
+// The prefetch, in R rows ws apart, of each row's stream ahead bytes on from
+// block b (at blk, bytes long); past a row's end it runs into the next row,
+// which the next tile reads. Blocks shorter than a cache line: one prefetch
+// per line the stream moves on (a block that starts one). Super-blocks: one
+// every 64 bytes of the block's span ahead bytes on, up to one more a block
+// than the lines the stream enters (a loop over just the lines entered, a
+// trip count that varies by block, measured 2-6 points slower with one
+// thread at 768-1024 bytes).
+AT AI void a16_ahead(const int R, const uint8_t *blk, size_t ws, int64_t b, size_t bytes,
+                     size_t ahead) {
+  if (!ahead) return;
+  if (bytes < 64) {
+    if (((size_t)b * bytes & 63) < bytes)
+      A16_UNROLL for (int r = 0; r < R; r++)
+          _mm_prefetch((const char *)(blk + (size_t)r * ws + ahead), _MM_HINT_T0);
+    return;
+  }
+  A16_UNROLL for (int r = 0; r < R; r++) A16_UNROLL for (size_t o = 0; o < bytes; o += 64)
+      _mm_prefetch((const char *)(blk + (size_t)r * ws + ahead + o), _MM_HINT_T0);
+}
+
 // Scale i (0..15) of a Q3_K block as stored, 6 bits (the scale is it minus
 // 32): low 4 bits in nibble (i / 8) of byte (i % 8) of s[0..7], top 2 bits at
 // 2 (i / 4) of byte (i % 4) of s[8..11].
