@@ -450,7 +450,7 @@ static int cuda_prepare(wk_backend *b, const wk_model *m, const wk_backend_param
   s->flash_h_off = fh && fh[0] == '0';
   s->skip = skip_env();
   CK(cudaDeviceGetAttribute(&s->sms, cudaDevAttrMultiProcessorCount, p->device));
-  s->c.mmq_blocks = mq_tile ? 0 : 2 * s->sms;  // k_mmq's launch bounds: 2 blocks an SM
+  s->c.mmq_blocks = mq_tile ? 0 : MMQ_PER_SM * s->sms;
   cu_attn_shape as = {};
   as.n_heads = m->n_heads, as.n_kv_heads = m->n_kv_heads, as.head_dim = m->head_dim;
   bool group = !s->c.attn_warp && cu_attn_decode_ok(&as);

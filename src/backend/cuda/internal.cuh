@@ -44,6 +44,10 @@ static inline size_t cu_pre_bytes(int n, int cols) {
   return MVR_PRE_HEAD + (size_t)n * ((2 * (size_t)cols + (size_t)cols / 32 * 16 + 15) & ~(size_t)15);
 }
 
+// Blocks an SM of the fused batch kernel (mmq.cuh: k_mmq's launch bounds; the
+// backend's cu_ctx::mmq_blocks counts them).
+enum { MMQ_PER_SM = 2 };
+
 // The weight types the fused batch kernel (mmq.cuh) computes.
 static inline bool cu_mmq_type(int type) { return type == WK_Q4_K || type == WK_Q6_K; }
 
@@ -77,8 +81,8 @@ struct cu_ctx {
                           // comparison; matvec.cu's mvr_ntok)
   int mmq = 1;            // batches of up to MMQ_MAX_N tokens on Q4_K and Q6_K weights by the
                           // fused kernel (mmq.cuh) rather than the GEMM path (WICK_CUDA_MMQ=0: off)
-  int mmq_blocks;         // the fused kernel's resident blocks (2 an SM; 0: a block a row
-                          // tile): a split's share of them walk its tiles (mmq_launch)
+  int mmq_blocks;         // the fused kernel's resident blocks (MMQ_PER_SM an SM; 0: a block
+                          // a row tile): a split's share of them walk its tiles (mmq_launch)
   int mv_tc = 31;         // the types on the tensor-core matrix-vector kernel (mvt.cuh):
                           // bits Q4_K 1, Q6_K 2, Q5_K 4, Q8_0 8, Q4_0 16 (mvt_bit);
                           // the others' register-streamed one (WICK_CUDA_TC, comparison)

@@ -270,7 +270,7 @@ static __device__ __forceinline__ void mmq_cluster_sum(const float (&acc)[NTT][4
 // the splits are blockIdx.z, a thread-block cluster, and add their sums
 // into y through distributed shared memory (mmq_cluster_sum; a probe of
 // session 18, not yet run) instead of part and k_mmq_sum.
-template <int T, int NTT, int MINB = 2, bool WAVE = false, bool CL = false>
+template <int T, int NTT, int MINB = MMQ_PER_SM, bool WAVE = false, bool CL = false>
 __global__ void __launch_bounds__(32 * MMQ_WARPS, MINB)
 k_mmq(const uint8_t *__restrict__ W, size_t rowb, int rows, int K, const __half *__restrict__ x,
       int n, int sb, float *__restrict__ part, mmq_y yo) {
@@ -370,7 +370,7 @@ static __global__ void k_mmq_sum(const float *__restrict__ part, int splits, int
 // programmatic dependent launch; CL: the splits as one thread-block
 // cluster adding into y (k_mmq's CL; at most 16 splits, else
 // cudaErrorNotSupported).
-template <int T, int NTT, int MINB = 2, bool CL = false>
+template <int T, int NTT, int MINB = MMQ_PER_SM, bool CL = false>
 static cudaError_t mmq_launch_t(const uint8_t *W, size_t rowb, int rows, int K, const __half *x,
                                 int n, int sb, float *part, float *y, int ldy, float beta,
                                 cudaStream_t st, int gx = 0, bool pdl = false) {
@@ -441,14 +441,15 @@ static cudaError_t mmq_launch(const uint8_t *W, size_t rowb, int rows, int K, co
     const uint8_t *w = W + (size_t)r0 * rowb;
     float *yr = y + r0;
     cudaError_t e;
+    constexpr int M = MMQ_PER_SM;
     switch ((n + 7) / 8) {
-      case 1: e = mmq_launch_t<T, 1, 2, CL>(w, rowb, nr, K, x, n, sb, part, yr, rows, beta, st,
+      case 1: e = mmq_launch_t<T, 1, M, CL>(w, rowb, nr, K, x, n, sb, part, yr, rows, beta, st,
                                             gx, pdl); break;
-      case 2: e = mmq_launch_t<T, 2, 2, CL>(w, rowb, nr, K, x, n, sb, part, yr, rows, beta, st,
+      case 2: e = mmq_launch_t<T, 2, M, CL>(w, rowb, nr, K, x, n, sb, part, yr, rows, beta, st,
                                             gx, pdl); break;
-      case 3: e = mmq_launch_t<T, 3, 2, CL>(w, rowb, nr, K, x, n, sb, part, yr, rows, beta, st,
+      case 3: e = mmq_launch_t<T, 3, M, CL>(w, rowb, nr, K, x, n, sb, part, yr, rows, beta, st,
                                             gx, pdl); break;
-      default: e = mmq_launch_t<T, 4, 2, CL>(w, rowb, nr, K, x, n, sb, part, yr, rows, beta, st,
+      default: e = mmq_launch_t<T, 4, M, CL>(w, rowb, nr, K, x, n, sb, part, yr, rows, beta, st,
                                              gx, pdl); break;
     }
     if (e != cudaSuccess) return e;
