@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/timer.h"
 #include "commands.h"
 
 void args_init(args *a, const char *cmd, int argc, char **argv) {
@@ -167,6 +168,7 @@ int args_open(const args *a, const tool_opts *o, wick_model **model, wick_sessio
   *model = NULL;
   *session = NULL;
   if (!o->model) return args_error(a, "-m MODEL is required (a GGUF file, smollm2 or gemma3)");
+  double t0 = wk_now();
   if (wick_model_load(model, tool_model_path(o->model), NULL, err, sizeof err))
     return args_error(a, "%s", err);
   if (wick_session_create(session, *model, &o->sp, err, sizeof err)) {
@@ -174,14 +176,16 @@ int args_open(const args *a, const tool_opts *o, wick_model **model, wick_sessio
     *model = NULL;
     return args_error(a, "%s", err);
   }
-  // A GPU session says at start-up what it holds where (stderr, one line).
+  // A GPU session says at start-up what it holds where and how long loading
+  // took (stderr, one line; the time includes the backend's warm-up).
   if (strcmp(wick_session_device(*session), "cpu")) {
     wick_memory mem;
     wick_session_memory(*session, &mem);
     fprintf(stderr, "%s: weights %.2f GB, KV cache %.2f GB (%d tokens), workspace %.2f GB on the "
-                    "device; %.2f GB of weights in host memory\n",
+                    "device; %.2f GB of weights in host memory; ready in %.2f s\n",
             wick_session_device(*session), mem.weights / 1e9, mem.kv_cache / 1e9,
-            wick_session_n_ctx(*session), mem.workspace / 1e9, mem.weights_host / 1e9);
+            wick_session_n_ctx(*session), mem.workspace / 1e9, mem.weights_host / 1e9,
+            wk_now() - t0);
   }
   return 0;
 }

@@ -21,6 +21,8 @@
 #           that folder holds another tree (e.g. `git archive COMMIT`); memory with 512-token
 #           batches for the first type (CHUNKS: batch sizes, default 512; MODEL_REPS: rounds of
 #           base / AB / ref, default 1)
+#   first   a first request (`wick run`, ~1900-token prompt, 32 tokens) on the 8B model of the
+#           first type, with and without the load-time warm-up (WICK_CUDA_WARMUP=0), 3 rounds
 #   batch   decode steps of 1 to 64 sequences at once (a server's batch) on BATCH_TYPES (default
 #           the first type of TYPES) at context 512 (`bench_cuda batch FILE 512 32`), as built, under each AB
 #           and with the build of ref/ (matvec too, beside the table as built)
@@ -66,7 +68,7 @@ say "== steps: $STEPS; types: $TYPES; args: $ARGS; ab: ${AB:-none}"
 
 # The 8B models need no GPU: a CPU-only build makes them in the background.
 MK=
-if has model || has cpu || has ncu || has stamps || has batch; then
+if has model || has cpu || has ncu || has stamps || has batch || has first; then
   (cmake -S . -B $B-cpu -DCMAKE_BUILD_TYPE=Release -DWICK_CUDA=OFF > "$OUT/cpu-build.log" 2>&1 &&
     cmake --build $B-cpu --target wick_cli test_kernels test_kernels_act -j"$NP" >> "$OUT/cpu-build.log" 2>&1 ||
     echo "cpu build failed" >> "$LOG"
@@ -76,7 +78,7 @@ if has model || has cpu || has ncu || has stamps || has batch; then
          > /dev/null 2>&1 && mv /tmp/8b2.part /tmp/8b2-$ty.gguf
      done
    fi
-   if has model || has stamps || has batch; then
+   if has model || has stamps || has batch || has first; then
      for ty in $TYPES; do
        t1=$(date +%s)
        $B-cpu/wick mkmodel --arch llama --like llama3-8b --type "$ty" -o /tmp/8b-$ty.part > /dev/null 2>&1 &&
@@ -294,6 +296,20 @@ if has batch; then  # several sequences a step: BATCH_TYPES (default the first t
     say "no 8B $ty model for the batch step"
   fi
  done
+fi
+if has first; then  # a first request's time with and without the load-time warm-up
+  ty=${TYPES%% *} f=/tmp/8b-${TYPES%% *}.gguf
+  P=$(for i in $(seq 120); do printf 'the quick brown fox jumps over the lazy dog %d. ' $i; done)
+  for r in 1 2 3; do
+    for w in 0 1; do
+      t1=$(date +%s%N)
+      WICK_CUDA_WARMUP=$w timeout 90 $B/wick run -m $f -p "$P" -n 32 --temp 0 -c 8192 \
+        > /dev/null 2> /tmp/first.log
+      t2=$(date +%s%N)
+      say "first request, $ty, WICK_CUDA_WARMUP=$w: $(grep -o 'ready in [0-9.]* s' /tmp/first.log);" \
+        "$(tail -1 /tmp/first.log); process $(((t2 - t1) / 1000000)) ms"
+    done
+  done
 fi
 if has model; then
   first=1

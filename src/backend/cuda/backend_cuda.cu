@@ -318,6 +318,8 @@ static bool mmq_covers_all(const cu_state *s) {
 
 static size_t max_sz(size_t a, size_t b) { return a > b ? a : b; }
 
+static int cuda_warmup(cu_state *s, wk_error *err);
+
 static int cuda_prepare(wk_backend *b, const wk_model *m, const wk_backend_params *p,
                         wk_error *err) {
   cu_state *s = (cu_state *)b->ctx;
@@ -549,7 +551,7 @@ static int cuda_prepare(wk_backend *b, const wk_model *m, const wk_backend_param
   s->meta.tok = md, s->meta.pos = md + T, s->meta.slot = md + 2 * T, s->meta.tseq = md + 3 * T;
   s->meta.lrow = md + 4 * T, s->meta.bt_off = md + 4 * T + L;
   s->meta.bt = md + 4 * T + L + p->max_seqs;
-  return WICK_OK;
+  return cuda_warmup(s, err);
 }
 
 // ---------------------------------------------------------------- forward
@@ -851,6 +853,39 @@ static void cuda_destroy(wk_backend *b) {
     wk_free(s);
   }
   wk_free(b);
+}
+
+// A first forward loads what a first request would otherwise pay for inside
+// its own time: the kernels' modules (loaded at first launch), cuBLAS's
+// kernels and plans for a prompt chunk of the largest size, and the decode
+// step's captured graph. One chunk of max_batch_tokens tokens (token 0) at
+// positions 0.., then one decode step at the chunk's last position, both
+// into KV blocks no sequence holds yet (a sequence writes every slot it
+// reads first). WICK_CUDA_WARMUP=0 skips it (comparison).
+static int cuda_warmup(cu_state *s, wk_error *err) {
+  const char *we = getenv("WICK_CUDA_WARMUP");
+  if (we && we[0] == '0') return WICK_OK;
+  const wk_backend_params *p = &s->p;
+  int n = p->max_batch_tokens, bs = p->kv.block_size;
+  int nb = (n + bs - 1) / bs;
+  if (n < 1 || nb > p->kv.n_blocks) return WICK_OK;
+  int32_t *mem = (int32_t *)wk_calloc((size_t)n + (size_t)nb, sizeof(int32_t));
+  if (!mem) return cu_fail(err, WICK_ERR_NOMEM, "cuda: out of host memory for the warm-up");
+  int32_t *tokens = mem, *blocks = mem + n, last = n - 1, zero = 0;
+  for (int j = 0; j < nb; j++) blocks[j] = j;
+  wk_seq sq = {blocks, nb, 0, n, 0};
+  wk_batch bt = {tokens, n, &sq, 1, &last, 1};
+  int st = run_batch(s, &bt, err);
+  if (!st) {
+    sq.n_past = n - 1, sq.n_new = 1;
+    bt.n_tokens = 1, bt.logits_at = &zero;
+    st = run_batch(s, &bt, err);
+  }
+  if (!st && s->topk.rows >= 1) st = cu_topk_run(&s->c, &s->topk, s->logits, 1, 1, err);
+  wk_free(mem);
+  if (st) return st;
+  CK(cudaStreamSynchronize(s->c.st));
+  return WICK_OK;
 }
 
 extern "C" wk_backend *backend_cuda_create(void) {
