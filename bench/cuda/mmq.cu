@@ -10,9 +10,8 @@
 // products (session 17: 0 failed, before the kernel joined the engine).
 // `mmq grid`: one tile's grids (launch bounds of 2 to 4 blocks an SM, a
 // block a row tile or a wave of blocks walking them) at K splits of 1 to 16
-// super-blocks (session 18). `mmq cluster`: the splits' sums through a
-// thread-block cluster against the second kernel (staged in session 18,
-// not yet run).
+// super-blocks (session 18). (A `cluster` mode, the splits' sums through a
+// thread-block cluster, ran in session 19: bit-equal and slower; removed.)
 #include <cublas_v2.h>
 #include <cuda_fp16.h>
 #include <cstdint>
@@ -212,78 +211,9 @@ static int grid_sweep(void) {
   return diffs ? 1 : 0;
 }
 
-// `mmq cluster`: the engine's launch (a wave of blocks, the splits' sums by
-// k_mmq_sum) against the splits as a thread-block cluster adding into y
-// (k_mmq's CL), Q4_K and Q6_K at the 8B shapes, 1 to 32 tokens; both
-// outputs must be bit-equal (the same sums in the same order).
-static int cluster_cmp(void) {
-  const double bw = copy_gbps();
-  int sms = 0;
-  PCK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-  printf("copy %.0f GB/s, %d SMs\n", bw, sms);
-  const int shapes[][2] = {{1024, 4096}, {4096, 4096}, {14336, 4096}, {4096, 14336}};
-  const int COPIES = 4;
-  int diffs = 0;
-  for (int type : {WK_Q4_K, WK_Q6_K})
-    for (auto &sh : shapes) {
-      const int rows = sh[0], K = sh[1], bytes = type == WK_Q4_K ? 144 : 210;
-      const size_t rowb = (size_t)K / 256 * bytes, wb = (size_t)rows * rowb;
-      std::vector<uint8_t> hw(wb);
-      uint32_t s = 31u + rows;
-      if (type == WK_Q4_K) rand_q4k(hw.data(), wb, K, &s);
-      else for (auto &v : hw) v = (uint8_t)((s = s * 1664525u + 1013904223u) >> 24);
-      if (type == WK_Q6_K)  // d a small normal f16 in every block
-        for (size_t b = 0; b < wb; b += 210) hw[b + 208] = 0x00, hw[b + 209] = 0x1c;
-      std::vector<uint8_t *> Wd = dev_copies(hw, COPIES);
-      std::vector<__half> hx((size_t)32 * K);
-      for (auto &v : hx) v = __float2half((float)(((s = s * 1664525u + 1013904223u) >> 8) % 2000) / 1000.0f - 1.0f);
-      __half *xd;
-      float *part, *yd;
-      const size_t pf = (size_t)(K / 256) * 32 * rows;
-      PCK(cudaMalloc((void **)&xd, hx.size() * 2));
-      PCK(cudaMemcpy(xd, hx.data(), hx.size() * 2, cudaMemcpyHostToDevice));
-      PCK(cudaMalloc((void **)&part, pf * 4));
-      PCK(cudaMalloc((void **)&yd, (size_t)32 * rows * 4));
-      const double mb = wb / 1e6;
-      printf("%s %d x %d: %.1f MB, %.2f us at the copy rate\n", type == WK_Q4_K ? "q4_k" : "q6_k",
-             rows, K, mb, mb / bw * 1e3);
-      for (int n : {1, 4, 8, 16, 32}) {
-        std::vector<float> out[2];
-        double us[2];
-        for (int cl = 0; cl < 2; cl++) {
-          auto run = [&](int i, cudaStream_t st) {
-            const uint8_t *W = Wd[i % COPIES];
-            const int b = 2 * sms;
-            PCK(type == WK_Q4_K ? (cl ? mmq_launch<WK_Q4_K, true>(W, rowb, rows, K, xd, n, yd, 0.0f, part, pf, st, b)
-                                      : mmq_launch<WK_Q4_K>(W, rowb, rows, K, xd, n, yd, 0.0f, part, pf, st, b))
-                                : (cl ? mmq_launch<WK_Q6_K, true>(W, rowb, rows, K, xd, n, yd, 0.0f, part, pf, st, b)
-                                      : mmq_launch<WK_Q6_K>(W, rowb, rows, K, xd, n, yd, 0.0f, part, pf, st, b)));
-          };
-          PCK(cudaMemset(yd, 0xff, (size_t)n * rows * 4));
-          run(0, 0);
-          PCK(cudaDeviceSynchronize());
-          out[cl].resize((size_t)n * rows);
-          PCK(cudaMemcpy(out[cl].data(), yd, out[cl].size() * 4, cudaMemcpyDeviceToHost));
-          int launch = 0;
-          us[cl] = graph_us([&](cudaStream_t st, int) { run(launch++, st); }, 0, 8);
-        }
-        const bool same = !memcmp(out[0].data(), out[1].data(), out[0].size() * 4);
-        diffs += !same;
-        printf("  n %2d split %d: sums kernel %7.2f us (%3.0f%%), cluster %7.2f us (%3.0f%%)%s\n", n,
-               mmq_split(rows, K), us[0], 100.0 * mb * 1e3 / us[0] / bw, us[1],
-               100.0 * mb * 1e3 / us[1] / bw, same ? "" : "  DIFF");
-      }
-      for (auto p : Wd) PCK(cudaFree(p));
-      PCK(cudaFree(xd)); PCK(cudaFree(part)); PCK(cudaFree(yd));
-    }
-  printf("cluster: %d differ\n", diffs);
-  return diffs ? 1 : 0;
-}
-
 int main(int argc, char **argv) {
   if (argc > 1 && !strcmp(argv[1], "check")) return check();
   if (argc > 1 && !strcmp(argv[1], "grid")) return grid_sweep();
-  if (argc > 1 && !strcmp(argv[1], "cluster")) return cluster_cmp();
   if (argc > 6 && !strcmp(argv[1], "one"))
     return one(atoi(argv[2]), atoi(argv[3]), atoi(argv[4]), atoi(argv[5]), atoi(argv[6]));
   const double bw = copy_gbps();

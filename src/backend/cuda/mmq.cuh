@@ -31,8 +31,6 @@
 #include "backend/cuda/mvr.cuh"       // mvr_ld16_a2, mvr_ld2
 #include "backend/cuda/quant.cuh"     // kq_scale_min
 
-#include <cooperative_groups.h>
-
 enum { MMQ_MAX_N = 32, MMQ_SB = 16, MMQ_WARPS = 8, MMQ_ROWS = 16 * MMQ_WARPS };
 // x in shared memory: token t's sub-block j at t mmq_ts(sb) + j MMQ_JS bytes
 // (the strides put a half-warp's 16 8-byte reads on 32 banks: j 2q + h, 80
@@ -221,63 +219,23 @@ static __device__ __forceinline__ void mmq_store(float *part, const float (&acc)
     }
 }
 
-// Where k_mmq's CL form writes: y[token][row] (ld ldy) = the splits' sums (+
-// beta y).
-struct mmq_y {
-  float *y;
-  int ldy;
-  float beta;
-};
-
-// The cluster's splits of one 128-row tile (rows from r0) added into y: each
-// block puts its sums in its shared red ([row][token], 128 x 8 NTT floats),
-// then block rank k of S adds rows [128 k / S, 128 (k + 1) / S) over the
-// ranks in rank order (split order, as k_mmq_sum: the same bits) and
-// writes them; the second barrier keeps red until every rank has read it.
-template <int NTT>
-static __device__ __forceinline__ void mmq_cluster_sum(const float (&acc)[NTT][4], float *red,
-                                                       int n, int rows, int r0, const mmq_y &yo,
-                                                       int warp, int g, int q) {
-  namespace cg = cooperative_groups;
-  cg::cluster_group cl = cg::this_cluster();
-  constexpr int NT = 8 * NTT;
-#pragma unroll
-  for (int t = 0; t < NTT; t++)
-#pragma unroll
-    for (int e = 0; e < 4; e++)
-      red[(16 * warp + g + (e >> 1) * 8) * NT + 8 * t + 2 * q + (e & 1)] = acc[t][e];
-  cl.sync();
-  const int S = (int)cl.num_blocks(), k = (int)cl.block_rank();
-  const int lo = MMQ_ROWS * k / S, hi = MMQ_ROWS * (k + 1) / S;
-  for (int i = threadIdx.x; i < (hi - lo) * n; i += blockDim.x) {
-    const int rl = lo + i / n, tok = i % n, row = r0 + rl;
-    float s = 0.0f;
-    for (int j = 0; j < S; j++) s += cl.map_shared_rank(red, j)[rl * NT + tok];
-    if (row < rows) {
-      float *o = yo.y + (size_t)tok * yo.ldy + row;
-      *o = yo.beta != 0.0f ? s + yo.beta * *o : s;
-    }
-  }
-  cl.sync();
-}
-
 // NTT: token tiles of 8 (n <= 8 NTT). part[split][token][row] (rows of this
 // launch's W: ld rows). Block x takes row tiles x, x + gridDim.x, ... (one
 // where the grid has a block a tile), its warps' super-blocks one stream
 // across its tiles (the next tile's first loads issued during the last
 // super-block of the one before; WAVE: the grid is smaller than the tiles,
-// else a block a tile and no loop). MINB: blocks an SM (launch bounds). CL:
-// the splits are blockIdx.z, a thread-block cluster, and add their sums
-// into y through distributed shared memory (mmq_cluster_sum; a probe of
-// session 18, not yet run) instead of part and k_mmq_sum.
-template <int T, int NTT, int MINB = MMQ_PER_SM, bool WAVE = false, bool CL = false>
+// else a block a tile and no loop). MINB: blocks an SM (launch bounds).
+// (The splits as a thread-block cluster adding their sums into y through
+// distributed shared memory, in split order, instead of part and
+// k_mmq_sum: bit-equal and 5-60% slower at 1-32 tokens, session 19.)
+template <int T, int NTT, int MINB = MMQ_PER_SM, bool WAVE = false>
 __global__ void __launch_bounds__(32 * MMQ_WARPS, MINB)
 k_mmq(const uint8_t *__restrict__ W, size_t rowb, int rows, int K, const __half *__restrict__ x,
-      int n, int sb, float *__restrict__ part, mmq_y yo) {
+      int n, int sb, float *__restrict__ part) {
   using F = mmq_fmt<T>;
   extern __shared__ __align__(16) uint8_t mmq_xs[];
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
-  const int sb0 = (int)(CL ? blockIdx.z : blockIdx.y) * sb, nb = min(sb, K / 256 - sb0);
+  const int sb0 = (int)blockIdx.y * sb, nb = min(sb, K / 256 - sb0);
   const int tiles = (rows + MMQ_ROWS - 1) / MMQ_ROWS;
   const int mine = (tiles - (int)blockIdx.x + (int)gridDim.x - 1) / (int)gridDim.x;  // WAVE: tiles
   const int items = WAVE ? mine * nb : nb;
@@ -316,15 +274,8 @@ k_mmq(const uint8_t *__restrict__ W, size_t rowb, int rows, int K, const __half 
   float acc[NTT][4];
 #pragma unroll
   for (int t = 0; t < NTT; t++) acc[t][0] = acc[t][1] = acc[t][2] = acc[t][3] = 0.0f;
-  // A tile's sums (the lane's rows r0, r0 + 8) to part, or (CL) added over
-  // the cluster's splits into y.
-  auto emit = [&](int r0) {
-    if constexpr (CL)
-      mmq_cluster_sum<NTT>(acc, (float *)(mmq_xs + (size_t)NTT * 8 * ts), n, rows,
-                           r0 - 16 * warp - g, yo, warp, g, q);
-    else
-      mmq_store<NTT>(part, acc, n, rows, r0, q);
-  };
+  // A tile's sums (the lane's rows r0, r0 + 8) to part.
+  auto emit = [&](int r0) { mmq_store<NTT>(part, acc, n, rows, r0, q); };
   // Item i from w: its 16 k-steps; a tile's sums stored after its last.
   auto step = [&](const typename F::w_t &w, int i) {
     const int b = WAVE ? i % nb : i;
@@ -367,33 +318,23 @@ static __global__ void k_mmq_sum(const float *__restrict__ part, int splits, int
 }
 
 // gx: blocks a split (0: a block a row tile); pdl: both kernels by
-// programmatic dependent launch; CL: the splits as one thread-block
-// cluster adding into y (k_mmq's CL; at most 16 splits, else
-// cudaErrorNotSupported).
-template <int T, int NTT, int MINB = MMQ_PER_SM, bool CL = false>
+// programmatic dependent launch.
+template <int T, int NTT, int MINB = MMQ_PER_SM>
 static cudaError_t mmq_launch_t(const uint8_t *W, size_t rowb, int rows, int K, const __half *x,
                                 int n, int sb, float *part, float *y, int ldy, float beta,
                                 cudaStream_t st, int gx = 0, bool pdl = false) {
   const int tiles = (rows + MMQ_ROWS - 1) / MMQ_ROWS, splits = (K / 256 + sb - 1) / sb;
   const bool wave = gx > 0 && gx < tiles;
-  const size_t smem = (size_t)NTT * 8 * mmq_ts(sb) + (CL ? (size_t)MMQ_ROWS * 8 * NTT * 4 : 0);
-  if (smem > 200 * 1024 || (CL && splits > 16)) return cudaErrorNotSupported;
-  void (*kern)(const uint8_t *, size_t, int, int, const __half *, int, int, float *, mmq_y) =
-      wave ? k_mmq<T, NTT, MINB, true, CL> : k_mmq<T, NTT, MINB, false, CL>;
+  const size_t smem = (size_t)NTT * 8 * mmq_ts(sb);
+  if (smem > 200 * 1024) return cudaErrorNotSupported;
+  void (*kern)(const uint8_t *, size_t, int, int, const __half *, int, int, float *) =
+      wave ? k_mmq<T, NTT, MINB, true> : k_mmq<T, NTT, MINB, false>;
   cudaError_t e;
   if ((e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem)) !=
-          cudaSuccess ||
-      (CL && splits > 8 &&
-       (e = cudaFuncSetAttribute(kern, cudaFuncAttributeNonPortableClusterSizeAllowed, 1)) !=
-           cudaSuccess))
+      cudaSuccess)
     return e;
-  const mmq_y yo = {y, ldy, beta};
-  const int gxx = wave ? gx : tiles;
-  if constexpr (CL)
-    return cu_launch_cluster(pdl, st, dim3(gxx, 1, splits), dim3(32 * MMQ_WARPS), smem, splits,
-                             kern, W, rowb, rows, K, x, n, sb, part, yo);
-  e = cu_launch(pdl, st, dim3(gxx, splits), dim3(32 * MMQ_WARPS), smem, kern, W, rowb, rows, K, x,
-                n, sb, part, yo);
+  e = cu_launch(pdl, st, dim3(wave ? gx : tiles, splits), dim3(32 * MMQ_WARPS), smem, kern, W,
+                rowb, rows, K, x, n, sb, part);
   if (e != cudaSuccess) return e;
   const long total = (long)n * rows;
   return cu_launch(pdl, st, dim3((unsigned)((total + 255) / 256)), dim3(256), 0, k_mmq_sum, part,
@@ -419,9 +360,8 @@ static inline int mmq_split(int rows, int K) {
 // walking its tiles where that is fewer blocks than tiles (session 18: 8B
 // FFN shapes at 1 to 8 tokens 5-12% faster). Rows in pieces whose partial
 // sums fit. cudaErrorNotSupported: not this kernel's case (the caller takes
-// the GEMM path). pdl: the kernels by programmatic dependent launch; CL:
-// the splits' sums through a cluster (k_mmq's CL: a probe, not yet run).
-template <int T, bool CL = false>
+// the GEMM path). pdl: the kernels by programmatic dependent launch.
+template <int T>
 static cudaError_t mmq_launch(const uint8_t *W, size_t rowb, int rows, int K, const __half *x,
                               int n, float *y, float beta, float *part,
                               size_t part_floats, cudaStream_t st, int blocks = 0, int sb = 0,
@@ -443,14 +383,14 @@ static cudaError_t mmq_launch(const uint8_t *W, size_t rowb, int rows, int K, co
     cudaError_t e;
     constexpr int M = MMQ_PER_SM;
     switch ((n + 7) / 8) {
-      case 1: e = mmq_launch_t<T, 1, M, CL>(w, rowb, nr, K, x, n, sb, part, yr, rows, beta, st,
-                                            gx, pdl); break;
-      case 2: e = mmq_launch_t<T, 2, M, CL>(w, rowb, nr, K, x, n, sb, part, yr, rows, beta, st,
-                                            gx, pdl); break;
-      case 3: e = mmq_launch_t<T, 3, M, CL>(w, rowb, nr, K, x, n, sb, part, yr, rows, beta, st,
-                                            gx, pdl); break;
-      default: e = mmq_launch_t<T, 4, M, CL>(w, rowb, nr, K, x, n, sb, part, yr, rows, beta, st,
-                                             gx, pdl); break;
+      case 1: e = mmq_launch_t<T, 1, M>(w, rowb, nr, K, x, n, sb, part, yr, rows, beta, st, gx,
+                                         pdl); break;
+      case 2: e = mmq_launch_t<T, 2, M>(w, rowb, nr, K, x, n, sb, part, yr, rows, beta, st, gx,
+                                         pdl); break;
+      case 3: e = mmq_launch_t<T, 3, M>(w, rowb, nr, K, x, n, sb, part, yr, rows, beta, st, gx,
+                                         pdl); break;
+      default: e = mmq_launch_t<T, 4, M>(w, rowb, nr, K, x, n, sb, part, yr, rows, beta, st,
+                                          gx, pdl); break;
     }
     if (e != cudaSuccess) return e;
   }
