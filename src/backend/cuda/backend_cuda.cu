@@ -858,15 +858,18 @@ static void cuda_destroy(wk_backend *b) {
 // A first forward loads what a first request would otherwise pay for inside
 // its own time: the kernels' modules (loaded at first launch), cuBLAS's
 // kernels and plans for a prompt chunk of the largest size, and the decode
-// step's captured graph. One chunk of max_batch_tokens tokens (token 0) at
+// step's captured graph. One chunk of max_batch_tokens tokens (token 0; at
+// most WARMUP_MAX, so a huge batch size does not cost seconds at load) at
 // positions 0.., then one decode step at the chunk's last position, both
 // into KV blocks no sequence holds yet (a sequence writes every slot it
 // reads first). WICK_CUDA_WARMUP=0 skips it (comparison).
+enum { WARMUP_MAX = 4096 };
 static int cuda_warmup(cu_state *s, wk_error *err) {
   const char *we = getenv("WICK_CUDA_WARMUP");
   if (we && we[0] == '0') return WICK_OK;
   const wk_backend_params *p = &s->p;
-  int n = p->max_batch_tokens, bs = p->kv.block_size;
+  int n = p->max_batch_tokens < WARMUP_MAX ? p->max_batch_tokens : WARMUP_MAX;
+  int bs = p->kv.block_size;
   int nb = (n + bs - 1) / bs;
   if (n < 1 || nb > p->kv.n_blocks) return WICK_OK;
   int32_t *mem = (int32_t *)wk_calloc((size_t)n + (size_t)nb, sizeof(int32_t));
