@@ -29,7 +29,9 @@
 // GFLOP/s = 2 k n tokens / time (2 threads). --l2-only prints the L2 column
 // alone (quick: no bandwidth pass, no copies), for kernel work on a busy
 // machine. --act16: the quantized types through the 16-bit-activation kernels
-// (act16.h), which the fast path's decode steps use.
+// (act16.h), which the fast path's decode steps use for every quantized type
+// but Q3_K; without it, the kernel table's 8-bit-activation kernels
+// (kernels.h), the decode path of Q3_K (and of Q2_K under WICK_ACT8=1).
 #include <immintrin.h>
 #include <math.h>
 #include <stdatomic.h>

@@ -13,7 +13,9 @@
 //  - quantize_act: written exactly wk_act_row_size bytes (poisoned tail), the
 //    same bytes as the scalar converter, each activation within half a step
 //    of the input, block sums right.
-// Sizes include LLM row lengths (576 .. 14336) wherever the block divides.
+// Sizes include LLM row lengths (576 .. 14336) wherever the block divides, and
+// 16640 (65 super-blocks: past the 64 whose activations the AVX-512 Q2_K /
+// Q3_K products lay out once per call, kernels_avx512_k.c).
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -30,7 +32,7 @@ static const int k_types[] = {
     WK_F32,  WK_F16,  WK_BF16, WK_Q4_0, WK_Q4_1,   WK_Q5_0,   WK_Q5_1,     WK_Q8_0,     WK_Q2_K,
     WK_Q3_K, WK_Q4_K, WK_Q5_K, WK_Q6_K, WK_IQ4_NL, WK_IQ4_XS, WK_FP8_E4M3, WK_FP8_E5M2,
 };
-static const int64_t k_sizes[] = {100, 256, 576, 640, 1536, 2048, 4096, 14336};
+static const int64_t k_sizes[] = {100, 256, 576, 640, 1536, 2048, 4096, 14336, 16640};
 
 // The test's own reading of the activation formats (kernels.h layouts).
 static void act_dequant(int act, const void *xq, float *x, int64_t n, float *half_step) {

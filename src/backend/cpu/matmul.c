@@ -175,14 +175,32 @@ size_t cpu_act_row_size(int f, int64_t k) {
   return f == WK_ACT_A16 || f == WK_ACT_A16K ? wk_act16_row_size(f, k) : wk_act_row_size(f, k);
 }
 
-// Plan per matrix (prepare time): the 16-bit-activation kernels (act16.h)
-// for the quantized types they cover (exact path on CPUs without AVX2), else
-// the kernel table (kernels.h: f32 activations for float weights); on
+// Whether a fast-path matrix of `type` takes the kernel table's 8-bit-
+// activation kernels (else act16.h's 16-bit ones). 8-bit for Q3_K: its
+// weights' rounding error is far larger than an 8-bit activation's
+// (tests/python/test_act8_k.py bounds the 8-bit product against the gguf
+// package's weights), its 8-bit tiles run ~15-25% faster (AVX-512 decode:
+// 80-91% of the read rate where the 16-bit tiles reach 72-77%), and on
+// SmolLM2 with Q3_K ffn_down perplexity moved +0.18% against --exact
+// (bench/RESULTS.md, session 19). Q2_K keeps 16 bits although its 8-bit
+// tiles are as fast: the same measure gave +0.67%, over the 0.5% bound.
+// 16 bits for every other type: 8-bit activations moved logits by up to
+// ~1.5% of their range on the default models (SmolLM2 Q4_1, Gemma 3
+// Q4_K_M) and missed the accuracy rule of tests/python/test_forward_default.py.
+// WICK_ACT8=1 / WICK_ACT8=0 in the environment picks 8 / 16 bits for every
+// type (A/B benchmarks).
+static bool plan_act8(int type) {
+  const char *a8 = getenv("WICK_ACT8");
+  if (a8 && (a8[0] == '0' || a8[0] == '1') && !a8[1]) return a8[0] == '1';
+  return type == WK_Q3_K;
+}
+
+// Plan per matrix (prepare time): the 16- or 8-bit-activation kernels
+// (plan_act8) for the quantized types (exact path on CPUs without AVX2),
+// else the kernel table (kernels.h: f32 activations for float weights); on
 // AVX-512 VNNI CPUs also the integer GEMM (gemm16.h) for large batches of
-// the types it decodes.
-// WICK_ACT8=1 in the environment picks the table's 8-bit-activation kernels
-// instead, for A/B benchmarks (they miss the accuracy rule of
-// tests/python/test_forward_default.py).
+// the types it decodes (16-bit activations, whichever the decode kernels
+// take).
 void cpu_mm_plan(cpu_mm *mm, const wk_tensor *w, bool exact) {
   memset(mm, 0, sizeof *mm);
   mm->w = w;
@@ -190,8 +208,7 @@ void cpu_mm_plan(cpu_mm *mm, const wk_tensor *w, bool exact) {
   mm->row_bytes = wk_row_size(w->type, w->ne[0]);
   mm->avx2 = wk_kernel_best_level() >= WK_LEVEL_AVX2;
   if (exact) return;
-  const char *a8 = getenv("WICK_ACT8");
-  const bool act8 = a8 && a8[0] == '1';
+  const bool act8 = plan_act8(w->type);
   if (!act8 && wk_act16_pick(w->type, WK_LEVEL_AUTO, &mm->kr) == WICK_OK) {
     // Without AVX2 these are the slow reference kernels: the exact path is as
     // accurate and faster.
@@ -206,8 +223,13 @@ void cpu_mm_plan(cpu_mm *mm, const wk_tensor *w, bool exact) {
                 : mm->kr.act == WK_ACT_A16                 ? CPU_F32_MIN_TOKENS_Q
                 : mm->kr.act == WK_ACT_A16K                ? CPU_F32_MIN_TOKENS_K
                                                            : CPU_F32_MIN_TOKENS;
-  if (mm->fast && (mm->kr.act == WK_ACT_A16 || mm->kr.act == WK_ACT_A16K) &&
-      wk_gemm16_pick(w->type, &mm->g16) == WICK_OK && w->ne[0] % mm->g16.k_multiple == 0)
+  // the integer GEMM for the 16-bit kernels' types, and for Q2_K and Q3_K
+  // on the 8-bit kernels (Q3_K's default, Q2_K's under WICK_ACT8=1; not for
+  // the WICK_ACT8=1 A/B runs of the others, which keep the former 8-bit path)
+  const bool g16 = mm->kr.act == WK_ACT_A16 || mm->kr.act == WK_ACT_A16K ||
+                   (mm->kr.act == WK_ACT_Q8K && (w->type == WK_Q2_K || w->type == WK_Q3_K));
+  if (mm->fast && g16 && wk_gemm16_pick(w->type, &mm->g16) == WICK_OK &&
+      w->ne[0] % mm->g16.k_multiple == 0)
     mm->g16_min = mm->kr.act == WK_ACT_A16 ? CPU_G16_MIN_TOKENS_Q : CPU_G16_MIN_TOKENS_K;
 }
 

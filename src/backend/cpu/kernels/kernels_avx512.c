@@ -23,4 +23,10 @@ KT static inline __m256i kmac_u8s8(__m256i acc, __m256i u, __m256i s) {
 #include "backend/cpu/kernels/x86_f.h"
 #include "backend/cpu/kernels/x86_list.h"
 
-KX86_FIND(wk_kern_avx512_find)
+static KX86_FIND(avx512_table_find)
+
+// Q2_K and Q3_K in 512-bit vectors where the CPU has VBMI and GFNI
+// (kernels_avx512_k.c), else the table's.
+int wk_kern_avx512_find(int type, wk_vec_dot_fn *dot, wk_gemm_fn *gemm) {
+  return wk_kern_avx512_k_find(type, dot, gemm) || avx512_table_find(type, dot, gemm);
+}
