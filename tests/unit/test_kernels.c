@@ -207,6 +207,8 @@ static void check_gemm_shapes(const wk_kernel *kr, uint64_t *seed) {
 int main(void) {
   int best = wk_kernel_best_level();
   printf("kernel levels on this CPU: scalar..%s\n", wk_kernel_level_name(best));
+  if (best < WK_LEVEL_AVX512)
+    printf("skipped: the AVX-512 level's kernels (this CPU lacks AVX-512 F/BW/VL + VNNI)\n");
   CHECK(wk_act_row_size(WK_ACT_Q8, 64) == 2 * sizeof(wk_act_q8));
   CHECK(wk_act_row_size(WK_ACT_Q8, 48) == 0);
   CHECK(wk_act_row_size(WK_ACT_Q8K, 512) == 2 * sizeof(wk_act_q8k));

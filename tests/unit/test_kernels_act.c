@@ -472,6 +472,10 @@ static void check_extreme(const wk_kernel *kr, int variant) {
 int main(void) {
   uint64_t seed = 12345;
   const int best = wk_kernel_best_level();
+  if (best < WK_LEVEL_AVX512)
+    printf("skipped: the AVX-512 level's kernels (this CPU lacks AVX-512 F/BW/VL + VNNI)\n");
+  if (best < WK_LEVEL_AVX2)
+    printf("skipped: the AVX2 level's kernels (this CPU lacks AVX2 + FMA + F16C)\n");
   for (size_t ti = 0; ti < sizeof k_types / sizeof k_types[0]; ti++) {
     const int type = k_types[ti];
     wk_kernel ks;
