@@ -14,12 +14,13 @@ sum_i w[i] x[i] the result may differ by at most
 
 Reference: the weights as the `gguf` package's numpy dequantizer decodes them,
 multiplied with the f32 inputs in float64. Inputs are fresh random numbers on
-every run (the seed is printed; WICK_TEST_SEED=N runs seed N again): random block bytes (so every scale, minimum
-and code occurs, the largest included) with finite f16 factors, activations
-Gaussian with a spread that changes every 32 values and an outlier 40x larger
-in some blocks (the pattern that makes 8-bit activations coarse). Shapes reach
-the decode tiles and their tails, the several-token tiles, and rows too long
-for the product's once-per-call activation layout (more than 64 blocks).
+every run (the seed is printed; WICK_TEST_SEED=N runs seed N again): random
+block bytes (so every scale, minimum and code occurs, the largest included)
+with finite f16 factors, activations Gaussian with a spread that changes every
+32 values and an outlier 40x larger in some blocks (the pattern that makes
+8-bit activations coarse). Shapes reach the decode tiles and their tails, the
+several-token tiles, and rows too long for the product's once-per-call
+activation layout (more than 64 blocks).
 
 The driver (cpu_matvec_driver.c) is compiled here from the CPU backend's
 sources and reports which activation format the plan chose: the test asserts
