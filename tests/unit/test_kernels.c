@@ -209,6 +209,9 @@ int main(void) {
   printf("kernel levels on this CPU: scalar..%s\n", wk_kernel_level_name(best));
   if (best < WK_LEVEL_AVX512)
     printf("skipped: the AVX-512 level's kernels (this CPU lacks AVX-512 F/BW/VL + VNNI)\n");
+  else if (!__builtin_cpu_supports("avx512vbmi") || !__builtin_cpu_supports("gfni"))
+    printf("skipped: the AVX-512 level's 512-bit Q2_K / Q3_K kernels (no VBMI or GFNI; the "
+           "level's 256-bit ones are tested)\n");
   CHECK(wk_act_row_size(WK_ACT_Q8, 64) == 2 * sizeof(wk_act_q8));
   CHECK(wk_act_row_size(WK_ACT_Q8, 48) == 0);
   CHECK(wk_act_row_size(WK_ACT_Q8K, 512) == 2 * sizeof(wk_act_q8k));
