@@ -404,6 +404,7 @@ int main(int argc, char **argv) {
       const char *l = argv[++i];
       o.level = !strcmp(l, "scalar") ? WK_LEVEL_SCALAR
                 : !strcmp(l, "avx2") ? WK_LEVEL_AVX2
+                : !strcmp(l, "avx512bw") ? WK_LEVEL_AVX512BW
                 : !strcmp(l, "avx512") ? WK_LEVEL_AVX512
                                        : WK_LEVEL_AUTO;
     } else {

@@ -474,6 +474,8 @@ int main(void) {
   const int best = wk_kernel_best_level();
   if (best < WK_LEVEL_AVX512)
     printf("skipped: the AVX-512 level's kernels (this CPU lacks AVX-512 F/BW/VL + VNNI)\n");
+  if (best < WK_LEVEL_AVX512BW)
+    printf("skipped: the AVX-512 BW level's kernels (this CPU lacks AVX-512 F/BW/VL)\n");
   if (best < WK_LEVEL_AVX2)
     printf("skipped: the AVX2 level's kernels (this CPU lacks AVX2 + FMA + F16C)\n");
   for (size_t ti = 0; ti < sizeof k_types / sizeof k_types[0]; ti++) {
@@ -485,7 +487,7 @@ int main(void) {
       wk_kernel kr;
       CHECK(wk_act16_pick(type, level, &kr) == WICK_OK);
       if (level > WK_LEVEL_SCALAR && kr.level == WK_LEVEL_SCALAR) continue;  // same kernels
-      if (level == WK_LEVEL_AVX512 && kr.level == WK_LEVEL_AVX2) continue;
+      if (level > WK_LEVEL_AVX2 && kr.level != level) continue;  // a lower level's kernels
       stats st = {0, 0};
       for (size_t si = 0; si < sizeof k_sizes / sizeof k_sizes[0]; si++)
         if (k_sizes[si] % kr.k_multiple == 0) check_size(&kr, &ks, k_sizes[si], &seed, &st);

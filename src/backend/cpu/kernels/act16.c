@@ -94,6 +94,9 @@ int wk_act16_pick(int type, int level, wk_kernel *out) {
   if (level >= WK_LEVEL_AVX512 && wk_act16_avx512_find(type, &k.vec_dot, &k.gemm)) {
     k.level = WK_LEVEL_AVX512;
     k.quantize_act = act == WK_ACT_A16 ? wk_act16_avx2_quantize : wk_act16k_avx2_quantize;
+  } else if (level == WK_LEVEL_AVX512BW && wk_act16_avx512bw_find(type, &k.vec_dot, &k.gemm)) {
+    k.level = WK_LEVEL_AVX512BW;
+    k.quantize_act = act == WK_ACT_A16 ? wk_act16_avx2_quantize : wk_act16k_avx2_quantize;
   } else if (level >= WK_LEVEL_AVX2 && wk_act16_avx2_find(type, &k.vec_dot, &k.gemm)) {
     k.level = WK_LEVEL_AVX2;
     k.quantize_act = act == WK_ACT_A16 ? wk_act16_avx2_quantize : wk_act16k_avx2_quantize;

@@ -138,6 +138,13 @@ int wk_act16_avx2_find(int type, wk_vec_dot_fn *dot, wk_gemm_fn *gemm);
 // same activation bytes as the AVX2 converters.
 int wk_act16_avx512_find(int type, wk_vec_dot_fn *dot, wk_gemm_fn *gemm);
 int wk_act16_avx512_k_find(int type, wk_vec_dot_fn *dot, wk_gemm_fn *gemm);
+// The AVX-512 BW level (no VNNI: wk_kernel_best_level's AVX512BW): 512-bit
+// decode tiles by vpmaddubsw + vpmaddwd (act16_avx512bw_q.c, the 32-value
+// formats; act16_avx512bw_k.c, the super-blocks), bit-identical
+// to the AVX2 level's, for the types it has; 0 for the others, which then
+// take the AVX2 level's.
+int wk_act16_avx512bw_find(int type, wk_vec_dot_fn *dot, wk_gemm_fn *gemm);
+int wk_act16_avx512bw_k_find(int type, wk_vec_dot_fn *dot, wk_gemm_fn *gemm);
 // AVX2 decoders of the 32-value and the super-block formats (1: done).
 int wk_act16_avx2_dequant_q(int type, const uint8_t *src, float *dst, int64_t nb);
 int wk_act16_avx2_dequant_k(int type, const uint8_t *src, float *dst, int64_t nb);

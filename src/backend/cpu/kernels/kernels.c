@@ -40,7 +40,9 @@ int wk_kernel_best_level(void) {
   wk_cpu_features f;
   wk_cpu_detect(&f);
   bool avx2 = f.avx2 && f.fma && f.f16c;
-  if (avx2 && f.avx512f && f.avx512bw && f.avx512vl && f.avx512vnni) return WK_LEVEL_AVX512;
+  const bool avx512 = avx2 && f.avx512f && f.avx512bw && f.avx512vl;
+  if (avx512 && f.avx512vnni) return WK_LEVEL_AVX512;
+  if (avx512) return WK_LEVEL_AVX512BW;
   if (avx2) return WK_LEVEL_AVX2;
   return WK_LEVEL_SCALAR;
 }
@@ -49,6 +51,7 @@ const char *wk_kernel_level_name(int level) {
   switch (level) {
     case WK_LEVEL_SCALAR: return "scalar";
     case WK_LEVEL_AVX2: return "avx2";
+    case WK_LEVEL_AVX512BW: return "avx512bw";
     case WK_LEVEL_AVX512: return "avx512";
     default: return "?";
   }
@@ -77,6 +80,7 @@ int wk_kernel_pick(int type, int level, wk_kernel *out) {
   for (int l = level; l >= WK_LEVEL_SCALAR && !found; l--) {
     k.level = l;
     if (l == WK_LEVEL_AVX512) found = wk_kern_avx512_find(type, &k.vec_dot, &k.gemm);
+    else if (l == WK_LEVEL_AVX512BW) found = 0;  // its kernels are act16.h's only
     else if (l == WK_LEVEL_AVX2) found = wk_kern_avx2_find(type, &k.vec_dot, &k.gemm);
     else found = wk_kern_scalar_find(type, &k.vec_dot, &k.gemm);
   }

@@ -51,7 +51,9 @@ typedef enum wk_kernel_level {
   WK_LEVEL_AUTO = -1,    // the best level this CPU supports
   WK_LEVEL_SCALAR = 0,   // plain C, any x86-64 (and any other CPU)
   WK_LEVEL_AVX2 = 1,     // AVX2 + FMA + F16C
-  WK_LEVEL_AVX512 = 2,   // AVX-512 F/BW/VL + VNNI (256-bit vectors, 32 registers)
+  WK_LEVEL_AVX512BW = 2, // AVX-512 F/BW/VL without VNNI (Skylake-SP class): 512-bit byte
+                         // products by vpmaddubsw where that level has kernels, else AVX2's
+  WK_LEVEL_AVX512 = 3,   // AVX-512 F/BW/VL + VNNI (256-bit vectors, 32 registers)
 } wk_kernel_level;
 
 // One block of WK_ACT_Q8: x[i] ~= d * q[i].

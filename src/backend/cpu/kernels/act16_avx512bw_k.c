@@ -1,0 +1,169 @@
+// The AVX-512 BW level's 16-bit-activation decode tile for Q4_K and Q5_K
+// against WK_ACT_A16K: 512-bit vectors without VNNI, VBMI or GFNI, for CPUs
+// with AVX-512 F/BW/VL alone (Skylake-SP and its kin; act16.c reaches it
+// through wk_act16_avx512bw_find at wk_kernel_best_level's AVX512BW). Two
+// tokens and more: the AVX2 level's gemm.
+//
+// Why: there a 512-bit vpmaddubsw or vpmaddwd does twice the bytes of a
+// 256-bit one at the same rate, and the AVX2 decode tile (act16_avx2_k.c:
+// kdec) is bound by those pipes, not by memory (Skylake-SP at 2.0 GHz: 3.9-4.8
+// GB/s a core with its rows in L2, against ~8 GB/s of read bandwidth).
+//
+// Layout: a super-block's 128 code bytes hold chunk 2 i in the low nibbles
+// and chunk 2 i + 1 in the high nibbles of bytes 32 i .. 32 i + 31, so one
+// 64-byte load (bytes 64 n ..) gives, by its low nibbles, chunks 4 n and 4 n
+// + 2 (low and high 256-bit half) and, by its high nibbles, chunks 4 n + 1
+// and 4 n + 3. Pair p = 2 n + h is chunks 4 n + h and 4 n + 2 + h; its
+// activation bytes (lo and hi) are the two chunks' 32 bytes joined once per
+// super-block for the tile's rows, and its scale vector is each chunk's scale
+// in its half (two broadcast loads, the second merge-masked: no shuffle).
+// Q5_K's fifth bits: qh's bit j of byte l is value 32 j + l's, so qh
+// broadcast to both halves and shifted by a different count in each (64-bit
+// lanes: the bit that lands at 4 comes from the same byte) gives a pair's.
+//
+// Exact and bit-identical to the AVX2 level: lane l of each half sums values
+// 4 l .. 4 l + 3 of its chunk times the chunk's scale, as lane l of kdec's
+// 256-bit vectors does, so the halves added are kdec's lanes (the same
+// integers; the adds may wrap, the true values fit int32 by the AVX2 file's
+// bounds), and then the f32 steps are kdec's, in its order. pmaddubsw lanes:
+// at most 2 x 31 x 127 (Q5_K codes against bytes of magnitude <= 127).
+#define AT __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl")))
+#include "backend/cpu/kernels/act16_x86.h"
+#include "backend/cpu/kernels/act16_k4.h"
+#include "backend/cpu/kernels/kernels_internal.h"
+#include "quant/types.h"
+
+// A16_KEEP for any of the 32 vector registers.
+#define B_KEEP(v) __asm__("" : "+v"(v))
+
+// 32 bytes at a in the low half, 32 at b in the high half: a load and a
+// merge-masked broadcast load (a load and a blend: no shuffle; written in
+// asm, as GCC turns the intrinsics into an insert).
+AT AI __m512i bjoin(const int8_t *a, const int8_t *b) {
+  __m512i v = _mm512_castsi256_si512(a16_load(a));
+  __asm__("vbroadcasti64x4 %1, %0%{%2%}" : "+v"(v) : "m"(*(const __m256i *)b), "Yk"((__mmask8)0xf0));
+  return v;
+}
+
+// The dword at lo in the low 256-bit half and the one at hi in the high half:
+// a broadcast load and a merge-masked one (GCC would move them through
+// general registers and broadcast from there, a shuffle each).
+AT AI __m512i bscales(const int32_t *lo, const int32_t *hi) {
+  __m512i v;
+  __asm__("vpbroadcastd %1, %0" : "=v"(v) : "m"(*lo));
+  __asm__("vpbroadcastd %1, %0%{%2%}" : "+v"(v) : "m"(*hi), "Yk"((__mmask16)0xff00));
+  return v;
+}
+
+// Pair p's unsigned codes of one row's super-block (b: the block).
+AT AI __m512i bcodes(const int type, const uint8_t *b, const int p) {
+  const int n = p >> 1, h = p & 1;
+  const __m512i m4 = _mm512_set1_epi8(15);
+  __m512i v = _mm512_loadu_si512(b + (type == WK_Q5_K ? 48 : 16) + 64 * n);
+  v = _mm512_and_si512(h ? _mm512_srli_epi16(v, 4) : v, m4);
+  if (type == WK_Q5_K) {  // + 16 where bit j of qh[l] is set (j: the half's chunk)
+    const __m512i q = _mm512_broadcast_i64x4(a16_load(b + 16));
+    // chunks (j0, j1) = (0, 2), (1, 3): left by (4, 2), (3, 1); (4, 6), (5, 7): right by
+    // (0, 2), (1, 3)
+    const __m512i f = n == 0 ? _mm512_sllv_epi64(q, _mm512_set_epi64(2 - h, 2 - h, 2 - h, 2 - h,
+                                                                      4 - h, 4 - h, 4 - h, 4 - h))
+                             : _mm512_srlv_epi64(q, _mm512_set_epi64(2 + h, 2 + h, 2 + h, 2 + h,
+                                                                     h, h, h, h));
+    v = _mm512_or_si512(v, _mm512_and_si512(f, _mm512_set1_epi8(16)));
+  }
+  return v;
+}
+
+// R rows x one token (rows w, w + ws, ..; y[r * yr]).
+AT AI void bdec(const int type, const int R, const uint8_t *w, size_t ws, int64_t nb,
+                const uint8_t *xq, float *y, size_t yr) {
+  const int bytes = a16_k_bytes(type);
+  const wk_act16k *act = (const wk_act16k *)xq;
+  __m256 acc[A16_MAXR];
+  A16_UNROLL for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
+  // super-block b's terms in p4s[b % 2], made one super-block ahead (kdec's)
+  k4dprep p4s[2];
+  if (nb > 0) k4_dprep(R, w, ws, act[0].d, &p4s[0]);
+  for (int64_t b = 0; b < nb; b++) {
+    const uint8_t *blk = w + (size_t)b * (size_t)bytes;
+    const int8_t *q = (const int8_t *)xq + wk_act16_bytes(WK_ACT_A16K, nb, b);
+    const k4dprep *pp = &p4s[b & 1];
+    a16_ahead(R, blk, ws, b, (size_t)bytes, A16_K_AHEAD);
+    if (b + 1 < nb) k4_dprep(R, blk + bytes, ws, act[b + 1].d, &p4s[(b + 1) & 1]);
+    // each chunk's scale in both words of a dword, per row
+    int32_t sc2[A16_MAXR][8];
+    A16_UNROLL for (int r = 0; r < R; r++) {
+      const __m128i s = a16_load128(pp->sc[r]);
+      _mm_storeu_si128((__m128i *)sc2[r], _mm_unpacklo_epi16(s, s));
+      _mm_storeu_si128((__m128i *)(sc2[r] + 4), _mm_unpackhi_epi16(s, s));
+    }
+    __m512i lo[A16_MAXR], hi[A16_MAXR];
+    A16_UNROLL for (int r = 0; r < R; r++) lo[r] = hi[r] = _mm512_setzero_si512();
+    A16_UNROLL for (int p = 0; p < 4; p++) {
+      const int j0 = 4 * (p >> 1) + (p & 1), j1 = j0 + 2;
+      __m512i xl = bjoin(q + 32 * j0, q + 32 * j1), xh = bjoin(q + 256 + 32 * j0, q + 256 + 32 * j1);
+      B_KEEP(xl);
+      B_KEEP(xh);
+      A16_UNROLL for (int r = 0; r < R; r++) {
+        const __m512i c = bcodes(type, blk + (size_t)r * ws, p);
+        const __m512i s = bscales(&sc2[r][j0], &sc2[r][j1]);
+        lo[r] = _mm512_add_epi32(lo[r], _mm512_madd_epi16(_mm512_maddubs_epi16(c, xl), s));
+        hi[r] = _mm512_add_epi32(hi[r], _mm512_madd_epi16(_mm512_maddubs_epi16(c, xh), s));
+        B_KEEP(lo[r]);
+        B_KEEP(hi[r]);
+      }
+    }
+    const __m256 sums = k4_chunk_sums(&act[b]);
+    A16_UNROLL for (int r = 0; r < R; r++) {
+      const __m256i l = _mm256_add_epi32(_mm512_castsi512_si256(lo[r]),
+                                         _mm512_extracti64x4_epi64(lo[r], 1));
+      const __m256i h = _mm256_add_epi32(_mm512_castsi512_si256(hi[r]),
+                                         _mm512_extracti64x4_epi64(hi[r], 1));
+      const __m256i x = _mm256_add_epi32(l, _mm256_slli_epi32(h, 7));
+      const __m256 dd = _mm256_broadcast_ss(&pp->dm[2 * r]);
+      acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(x), dd, acc[r]);
+      acc[r] = k4_min_term(acc[r], k4_mins(pp, r), sums, _mm256_broadcast_ss(&pp->dm[2 * r + 1]));
+    }
+  }
+  A16_UNROLL for (int r = 0; r < R; r++) y[(size_t)r * yr] = a16_hsum(acc[r]);
+}
+
+// Rows of the decode tile.
+#define B_DM 4
+
+// T_gemm: one to three tokens through the decode tiles as a16_gemm runs them
+// (tile j takes rows j, j + q, ..), four and more through the AVX2 gemm.
+#define B_TYPE(T, TYPE)                                                                    \
+  AT static void T##_dec(const uint8_t *w, size_t ws, int64_t nb, const uint8_t *xq,       \
+                         size_t xs, float *y, size_t ys, size_t yr) {                      \
+    (void)xs, (void)ys;                                                                    \
+    bdec(TYPE, B_DM, w, ws, nb, xq, y, yr);                                                \
+  }                                                                                        \
+  AT static void T##_one(const uint8_t *w, size_t ws, int64_t nb, const uint8_t *xq,       \
+                         size_t xs, float *y, size_t ys, size_t yr) {                      \
+    (void)xs, (void)ys;                                                                    \
+    bdec(TYPE, 1, w, ws, nb, xq, y, yr);                                                   \
+  }                                                                                        \
+  static const a16_tiles T##_tiles = {NULL, NULL, T##_dec, T##_one, 1, 4, B_DM, 256};     \
+  static void T##_gemm(const void *w, size_t ws, int64_t k, int rows, const void *xq,     \
+                       size_t xs, int n_tokens, float *y, size_t ys) {                    \
+    if (n_tokens >= T##_tiles.rn) {                                                        \
+      wk_vec_dot_fn dot;                                                                   \
+      wk_gemm_fn gemm;                                                                     \
+      if (wk_act16_avx2_find(TYPE, &dot, &gemm)) {                                         \
+        gemm(w, ws, k, rows, xq, xs, n_tokens, y, ys);                                     \
+        return;                                                                            \
+      }                                                                                    \
+    }                                                                                      \
+    a16_gemm(&T##_tiles, w, ws, k, rows, xq, xs, n_tokens, y, ys);                         \
+  }
+
+B_TYPE(q4_k, WK_Q4_K)
+B_TYPE(q5_k, WK_Q5_K)
+
+int wk_act16_avx512bw_k_find(int type, wk_vec_dot_fn *dot, wk_gemm_fn *gemm) {
+  wk_gemm_fn g = type == WK_Q4_K ? q4_k_gemm : type == WK_Q5_K ? q5_k_gemm : NULL;
+  if (!g || !wk_act16_avx2_find(type, dot, gemm)) return 0;
+  *gemm = g;  // *dot: the AVX2 level's
+  return 1;
+}
