@@ -1,4 +1,4 @@
-// The AVX-512 BW level's 16-bit-activation decode tile for Q4_K and Q5_K
+// The AVX-512 BW level's 16-bit-activation decode tiles for Q4_K, Q5_K and Q6_K
 // against WK_ACT_A16K: 512-bit vectors without VNNI, VBMI or GFNI, for CPUs
 // with AVX-512 F/BW/VL alone (Skylake-SP and its kin; act16.c reaches it
 // through wk_act16_avx512bw_find at wk_kernel_best_level's AVX512BW). Two
@@ -128,23 +128,126 @@ AT AI void bdec(const int type, const int R, const uint8_t *w, size_t ws, int64_
   A16_UNROLL for (int r = 0; r < R; r++) y[(size_t)r * yr] = a16_hsum(acc[r]);
 }
 
-// Rows of the decode tile.
+// ---- Q6_K ----------------------------------------------------------------------
+//
+// Pair m (0-3) is chunks 2 m and 2 m + 1, whose activation bytes lie side by
+// side (one 64-byte load each for lo and hi). Their codes: nibble m % 2 of
+// ql's 64 bytes at 64 (m / 2) (chunk 2 m in bytes 0-31, 2 m + 1 in 32-63) |
+// 2 bits of qh's 32 bytes at 128 + 32 (m / 2): bits 4 (m % 2) (low half) and
+// 4 (m % 2) + 2 (high half), moved to bits 4-5. Each 128-bit lane is one
+// 16-value group, so the pair's scale vector is four dwords, one a lane (a
+// broadcast load and three merge-masked ones). The integers are the AVX2
+// level's lanes after the halves are added (as act16_avx512_k.c's VNNI tile
+// makes them), exact per half super-block, and the f32 steps that tile's:
+//   acc += float(first half) * (d * d_a);  acc += float(second half) * (d * d_a)
+//   acc -= (d * 32 * scale_g) * s_a[g]     (groups 0-7, then 8-15)
+// Bounds: a pmaddubsw lane is at most 2 x 63 x 127 = 16002.
+
+// Pair m's unsigned codes of one row's super-block b.
+AT AI __m512i bcodes6(const uint8_t *b, const int m) {
+  const int n = m >> 1, t = m & 1;
+  __m512i l = _mm512_loadu_si512(b + 64 * n);
+  if (t) l = _mm512_srli_epi16(l, 4);
+  const __m512i q = _mm512_broadcast_i64x4(a16_load(b + 128 + 32 * n));
+  __m512i h = t ? _mm512_srlv_epi64(q, _mm512_set_epi64(2, 2, 2, 2, 0, 0, 0, 0))
+                : _mm512_sllv_epi64(q, _mm512_set_epi64(2, 2, 2, 2, 4, 4, 4, 4));
+  h = _mm512_and_si512(h, _mm512_set1_epi8(0x30));
+  return _mm512_ternarylogic_epi32(l, h, _mm512_set1_epi8(15), 0xec);  // (l & 15) | h
+}
+
+// Where bscales6's table keeps group g's dword.
+#define B6_AT(g) (((g)&3) | ((g)&4) << 1 | ((g)&8) >> 1)
+
+// A row's 16 group scales, each in both words of a dword, at B6_AT(g).
+AT AI void bscales6_table(const uint8_t *b, int32_t *t) {
+  const __m256i s = _mm256_cvtepi8_epi16(a16_load128(b + 192));
+  _mm256_storeu_si256((__m256i *)t, _mm256_unpacklo_epi16(s, s));
+  _mm256_storeu_si256((__m256i *)(t + 8), _mm256_unpackhi_epi16(s, s));
+}
+
+// Pair m's scale vector: group 4 m + L in 128-bit lane L.
+AT AI __m512i bscales6(const int32_t *t, const int m) {
+  __m512i v;
+  __asm__("vpbroadcastd %1, %0" : "=v"(v) : "m"(t[B6_AT(4 * m)]));
+  __asm__("vpbroadcastd %1, %0%{%2%}" : "+v"(v) : "m"(t[B6_AT(4 * m + 1)]), "Yk"((__mmask16)0x00f0));
+  __asm__("vpbroadcastd %1, %0%{%2%}" : "+v"(v) : "m"(t[B6_AT(4 * m + 2)]), "Yk"((__mmask16)0x0f00));
+  __asm__("vpbroadcastd %1, %0%{%2%}" : "+v"(v) : "m"(t[B6_AT(4 * m + 3)]), "Yk"((__mmask16)0xf000));
+  return v;
+}
+
+// lo + 128 hi, the halves added (the AVX2 level's 8 lanes).
+AT AI __m256i bfold(__m512i lo, __m512i hi) {
+  const __m512i v = _mm512_add_epi32(lo, _mm512_slli_epi32(hi, 7));
+  return _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
+}
+
+// Q6_K: R rows x one token (rows w, w + ws, ..; y[r * yr]).
+AT AI void bdec6(const int R, const uint8_t *w, size_t ws, int64_t nb, const uint8_t *xq,
+                 float *y, size_t yr) {
+  const wk_act16k *act = (const wk_act16k *)xq;
+  __m256 acc[A16_MAXR];
+  A16_UNROLL for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; b++) {
+    const uint8_t *blk = w + (size_t)b * 210;
+    const int8_t *q = (const int8_t *)xq + wk_act16_bytes(WK_ACT_A16K, nb, b);
+    a16_ahead(R, blk, ws, b, 210, A16_K_AHEAD);
+    int32_t st[A16_MAXR][16];
+    A16_UNROLL for (int r = 0; r < R; r++) bscales6_table(blk + (size_t)r * ws, st[r]);
+    __m512i lo[A16_MAXR], hi[A16_MAXR];
+    __m256i half[A16_MAXR];
+    A16_UNROLL for (int r = 0; r < R; r++) lo[r] = hi[r] = _mm512_setzero_si512();
+    A16_UNROLL for (int m = 0; m < 4; m++) {
+      __m512i xl = _mm512_loadu_si512(q + 64 * m), xh = _mm512_loadu_si512(q + 256 + 64 * m);
+      B_KEEP(xl);
+      B_KEEP(xh);
+      A16_UNROLL for (int r = 0; r < R; r++) {
+        const __m512i c = bcodes6(blk + (size_t)r * ws, m);
+        const __m512i s = bscales6(st[r], m);
+        lo[r] = _mm512_add_epi32(lo[r], _mm512_madd_epi16(_mm512_maddubs_epi16(c, xl), s));
+        hi[r] = _mm512_add_epi32(hi[r], _mm512_madd_epi16(_mm512_maddubs_epi16(c, xh), s));
+        B_KEEP(lo[r]);
+        B_KEEP(hi[r]);
+      }
+      if (m == 1) A16_UNROLL for (int r = 0; r < R; r++) {  // exact per half super-block
+          half[r] = bfold(lo[r], hi[r]);
+          lo[r] = hi[r] = _mm512_setzero_si512();
+        }
+    }
+    const float da = act[b].d;
+    A16_UNROLL for (int r = 0; r < R; r++) {
+      const uint8_t *br = blk + (size_t)r * ws;
+      const float d = a16_f16(br + 208);
+      const __m256 dd = _mm256_set1_ps(d * da);
+      const __m512 mins = _mm512_mul_ps(
+          _mm512_set1_ps(d * 32.0f), _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(a16_load128(br + 192))));
+      acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(half[r]), dd, acc[r]);
+      acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(bfold(lo[r], hi[r])), dd, acc[r]);
+      acc[r] = _mm256_fnmadd_ps(_mm512_castps512_ps256(mins), _mm256_loadu_ps(act[b].s), acc[r]);
+      acc[r] = _mm256_fnmadd_ps(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(mins), 1)),
+                                _mm256_loadu_ps(act[b].s + 8), acc[r]);
+    }
+  }
+  A16_UNROLL for (int r = 0; r < R; r++) y[(size_t)r * yr] = a16_hsum(acc[r]);
+}
+
+// Rows of the decode tiles.
 #define B_DM 4
+#define B_DM6 4
 
 // T_gemm: one to three tokens through the decode tiles as a16_gemm runs them
 // (tile j takes rows j, j + q, ..), four and more through the AVX2 gemm.
-#define B_TYPE(T, TYPE)                                                                    \
+#define B_TYPE(T, TYPE, DEC, DM)                                                                  \
   AT static void T##_dec(const uint8_t *w, size_t ws, int64_t nb, const uint8_t *xq,       \
                          size_t xs, float *y, size_t ys, size_t yr) {                      \
     (void)xs, (void)ys;                                                                    \
-    bdec(TYPE, B_DM, w, ws, nb, xq, y, yr);                                                \
+    DEC(TYPE, DM, w, ws, nb, xq, y, yr);                                                   \
   }                                                                                        \
   AT static void T##_one(const uint8_t *w, size_t ws, int64_t nb, const uint8_t *xq,       \
                          size_t xs, float *y, size_t ys, size_t yr) {                      \
     (void)xs, (void)ys;                                                                    \
-    bdec(TYPE, 1, w, ws, nb, xq, y, yr);                                                   \
+    DEC(TYPE, 1, w, ws, nb, xq, y, yr);                                                    \
   }                                                                                        \
-  static const a16_tiles T##_tiles = {NULL, NULL, T##_dec, T##_one, 1, 4, B_DM, 256};     \
+  static const a16_tiles T##_tiles = {NULL, NULL, T##_dec, T##_one, 1, 4, DM, 256};       \
   static void T##_gemm(const void *w, size_t ws, int64_t k, int rows, const void *xq,     \
                        size_t xs, int n_tokens, float *y, size_t ys) {                    \
     if (n_tokens >= T##_tiles.rn) {                                                        \
@@ -158,11 +261,18 @@ AT AI void bdec(const int type, const int R, const uint8_t *w, size_t ws, int64_
     a16_gemm(&T##_tiles, w, ws, k, rows, xq, xs, n_tokens, y, ys);                         \
   }
 
-B_TYPE(q4_k, WK_Q4_K)
-B_TYPE(q5_k, WK_Q5_K)
+// Q6_K's tile in bdec's form (one type).
+#define bdec6_of(TYPE, R, w, ws, nb, xq, y, yr) bdec6(R, w, ws, nb, xq, y, yr)
+
+B_TYPE(q4_k, WK_Q4_K, bdec, B_DM)
+B_TYPE(q5_k, WK_Q5_K, bdec, B_DM)
+B_TYPE(q6_k, WK_Q6_K, bdec6_of, B_DM6)
 
 int wk_act16_avx512bw_k_find(int type, wk_vec_dot_fn *dot, wk_gemm_fn *gemm) {
-  wk_gemm_fn g = type == WK_Q4_K ? q4_k_gemm : type == WK_Q5_K ? q5_k_gemm : NULL;
+  wk_gemm_fn g = type == WK_Q4_K   ? q4_k_gemm
+                 : type == WK_Q5_K ? q5_k_gemm
+                 : type == WK_Q6_K ? q6_k_gemm
+                                   : NULL;
   if (!g || !wk_act16_avx2_find(type, dot, gemm)) return 0;
   *gemm = g;  // *dot: the AVX2 level's
   return 1;
