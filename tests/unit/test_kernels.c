@@ -224,8 +224,8 @@ int main(void) {
   uint64_t seed = 12345;
   for (size_t i = 0; i < sizeof k_types / sizeof k_types[0]; i++) {
     for (int level = WK_LEVEL_SCALAR; level <= best; level++) {
-      if (level == WK_LEVEL_AVX512BW) continue;  // no kernels of this table (act16.h's only)
       CHECK(wk_kernel_pick(k_types[i], level, &kr) == WICK_OK);
+      if (level == WK_LEVEL_AVX512BW && kr.level < level) continue;  // the AVX2 level's (tested)
       CHECK(kr.level == level);
       stats st = {0};
       for (size_t j = 0; j < sizeof k_sizes / sizeof k_sizes[0]; j++)

@@ -30,30 +30,9 @@
 #define AT __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl")))
 #include "backend/cpu/kernels/act16_x86.h"
 #include "backend/cpu/kernels/act16_k4.h"
+#include "backend/cpu/kernels/avx512bw_k.h"
 #include "backend/cpu/kernels/kernels_internal.h"
 #include "quant/types.h"
-
-// A16_KEEP for any of the 32 vector registers.
-#define B_KEEP(v) __asm__("" : "+v"(v))
-
-// 32 bytes at a in the low half, 32 at b in the high half: a load and a
-// merge-masked broadcast load (a load and a blend: no shuffle; written in
-// asm, as GCC turns the intrinsics into an insert).
-AT AI __m512i bjoin(const int8_t *a, const int8_t *b) {
-  __m512i v = _mm512_castsi256_si512(a16_load(a));
-  __asm__("vbroadcasti64x4 %1, %0%{%2%}" : "+v"(v) : "m"(*(const __m256i *)b), "Yk"((__mmask8)0xf0));
-  return v;
-}
-
-// The dword at lo in the low 256-bit half and the one at hi in the high half:
-// a broadcast load and a merge-masked one (GCC would move them through
-// general registers and broadcast from there, a shuffle each).
-AT AI __m512i bscales(const int32_t *lo, const int32_t *hi) {
-  __m512i v;
-  __asm__("vpbroadcastd %1, %0" : "=v"(v) : "m"(*lo));
-  __asm__("vpbroadcastd %1, %0%{%2%}" : "+v"(v) : "m"(*hi), "Yk"((__mmask16)0xff00));
-  return v;
-}
 
 // Pair p's unsigned codes of one row's super-block (b: the block).
 AT AI __m512i bcodes(const int type, const uint8_t *b, const int p) {
@@ -155,32 +134,6 @@ AT AI __m512i bcodes6(const uint8_t *b, const int m) {
   return _mm512_ternarylogic_epi32(l, h, _mm512_set1_epi8(15), 0xec);  // (l & 15) | h
 }
 
-// Where bscales6's table keeps group g's dword.
-#define B6_AT(g) (((g)&3) | ((g)&4) << 1 | ((g)&8) >> 1)
-
-// A row's 16 group scales, each in both words of a dword, at B6_AT(g).
-AT AI void bscales6_table(const uint8_t *b, int32_t *t) {
-  const __m256i s = _mm256_cvtepi8_epi16(a16_load128(b + 192));
-  _mm256_storeu_si256((__m256i *)t, _mm256_unpacklo_epi16(s, s));
-  _mm256_storeu_si256((__m256i *)(t + 8), _mm256_unpackhi_epi16(s, s));
-}
-
-// Pair m's scale vector: group 4 m + L in 128-bit lane L.
-AT AI __m512i bscales6(const int32_t *t, const int m) {
-  __m512i v;
-  __asm__("vpbroadcastd %1, %0" : "=v"(v) : "m"(t[B6_AT(4 * m)]));
-  __asm__("vpbroadcastd %1, %0%{%2%}" : "+v"(v) : "m"(t[B6_AT(4 * m + 1)]), "Yk"((__mmask16)0x00f0));
-  __asm__("vpbroadcastd %1, %0%{%2%}" : "+v"(v) : "m"(t[B6_AT(4 * m + 2)]), "Yk"((__mmask16)0x0f00));
-  __asm__("vpbroadcastd %1, %0%{%2%}" : "+v"(v) : "m"(t[B6_AT(4 * m + 3)]), "Yk"((__mmask16)0xf000));
-  return v;
-}
-
-// lo + 128 hi, the halves added (the AVX2 level's 8 lanes).
-AT AI __m256i bfold(__m512i lo, __m512i hi) {
-  const __m512i v = _mm512_add_epi32(lo, _mm512_slli_epi32(hi, 7));
-  return _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
-}
-
 // Q6_K: R rows x one token (rows w, w + ws, ..; y[r * yr]).
 AT AI void bdec6(const int R, const uint8_t *w, size_t ws, int64_t nb, const uint8_t *xq,
                  float *y, size_t yr) {
@@ -192,7 +145,7 @@ AT AI void bdec6(const int R, const uint8_t *w, size_t ws, int64_t nb, const uin
     const int8_t *q = (const int8_t *)xq + wk_act16_bytes(WK_ACT_A16K, nb, b);
     a16_ahead(R, blk, ws, b, 210, A16_K_AHEAD);
     int32_t st[A16_MAXR][16];
-    A16_UNROLL for (int r = 0; r < R; r++) bscales6_table(blk + (size_t)r * ws, st[r]);
+    A16_UNROLL for (int r = 0; r < R; r++) bgroup_table(a16_load128(blk + (size_t)r * ws + 192), st[r]);
     __m512i lo[A16_MAXR], hi[A16_MAXR];
     __m256i half[A16_MAXR];
     A16_UNROLL for (int r = 0; r < R; r++) lo[r] = hi[r] = _mm512_setzero_si512();
@@ -202,7 +155,7 @@ AT AI void bdec6(const int R, const uint8_t *w, size_t ws, int64_t nb, const uin
       B_KEEP(xh);
       A16_UNROLL for (int r = 0; r < R; r++) {
         const __m512i c = bcodes6(blk + (size_t)r * ws, m);
-        const __m512i s = bscales6(st[r], m);
+        const __m512i s = bgroup_scales(st[r], m);
         lo[r] = _mm512_add_epi32(lo[r], _mm512_madd_epi16(_mm512_maddubs_epi16(c, xl), s));
         hi[r] = _mm512_add_epi32(hi[r], _mm512_madd_epi16(_mm512_maddubs_epi16(c, xh), s));
         B_KEEP(lo[r]);

@@ -80,7 +80,7 @@ int wk_kernel_pick(int type, int level, wk_kernel *out) {
   for (int l = level; l >= WK_LEVEL_SCALAR && !found; l--) {
     k.level = l;
     if (l == WK_LEVEL_AVX512) found = wk_kern_avx512_find(type, &k.vec_dot, &k.gemm);
-    else if (l == WK_LEVEL_AVX512BW) found = 0;  // its kernels are act16.h's only
+    else if (l == WK_LEVEL_AVX512BW) found = wk_kern_avx512bw_find(type, &k.vec_dot, &k.gemm);
     else if (l == WK_LEVEL_AVX2) found = wk_kern_avx2_find(type, &k.vec_dot, &k.gemm);
     else found = wk_kern_scalar_find(type, &k.vec_dot, &k.gemm);
   }

@@ -17,6 +17,9 @@ int wk_kern_avx512_find(int type, wk_vec_dot_fn *dot, wk_gemm_fn *gemm);
 // The AVX-512 level's 512-bit Q2_K and Q3_K kernels (kernels_avx512_k.c):
 // 0 for other types, or when the CPU lacks AVX-512 VBMI or GFNI.
 int wk_kern_avx512_k_find(int type, wk_vec_dot_fn *dot, wk_gemm_fn *gemm);
+// The AVX-512 BW level's kernels (kernels_avx512bw_k.c: Q3_K's one-token
+// tile, bit-identical to the AVX2 level's): 0 for the other types.
+int wk_kern_avx512bw_find(int type, wk_vec_dot_fn *dot, wk_gemm_fn *gemm);
 
 // Activation converters; every level produces the same bytes.
 void wk_kern_quantize_f32(const float *x, void *xq, int64_t n);
