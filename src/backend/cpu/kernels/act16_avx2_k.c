@@ -27,7 +27,7 @@
 // (Q5_K) or 32 x 127 x 32 x 16383 (IQ4_XS), < 2^31; Q6_K's (63 x 128) is
 // made per 16 products.
 #include "backend/cpu/kernels/act16_x86.h"
-#include "backend/cpu/kernels/act16_k4.h"
+#include "backend/cpu/kernels/act16_kdec.h"
 #include "backend/cpu/kernels/kernels_internal.h"
 #include "quant/types.h"
 
@@ -273,29 +273,6 @@ AT AI __m256i kcombine(__m256i lo, __m256i hi) {
 // multiply |lo| and |hi|, where ktile moves the codes' signs onto lo and hi
 // (two psignb and a pabsb). The chunks' integers and the f32 operations are
 // ktile's.
-
-// IQ4_XS, per row and super-block: what the decode tile needs besides the
-// codes.
-typedef struct kdprep {
-  int32_t s32[8];   // sub-block scales, one a dword: chunk j broadcasts s32[j]'s
-                    // low int16
-  __m256 dd;        // d_w * d_a
-} kdprep;
-
-AT AI void kd_prep(const uint8_t *b, __m256 da, kdprep *p) {
-  // d @0, scales_h @2, scales_l @4: a16_scales_iq4xs as dwords
-  uint32_t l;
-  memcpy(&l, b + 4, 4);
-  const __m256i sh = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);
-  const __m256i lo = _mm256_srlv_epi32(_mm256_set1_epi32((int)l), _mm256_add_epi32(sh, sh));
-  const __m256i hi = _mm256_srlv_epi32(_mm256_set1_epi32((int)a16_u16(b + 2)), sh);
-  const __m256i sc = _mm256_or_si256(
-      _mm256_and_si256(lo, _mm256_set1_epi32(15)),
-      _mm256_slli_epi32(_mm256_and_si256(hi, _mm256_set1_epi32(3)), 4));
-  _mm256_storeu_si256((__m256i *)p->s32, _mm256_sub_epi32(sc, _mm256_set1_epi32(32)));
-  p->dd = _mm256_mul_ps(a16_bf16(b), da);
-}
-
 
 // The int16 at p (a chunk's scale) in all lanes: a broadcast load (GCC would
 // move the value through a general register and shuffle it instead).

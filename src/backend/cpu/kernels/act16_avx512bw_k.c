@@ -29,7 +29,7 @@
 // at most 2 x 31 x 127 (Q5_K codes against bytes of magnitude <= 127).
 #define AT __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl")))
 #include "backend/cpu/kernels/act16_x86.h"
-#include "backend/cpu/kernels/act16_k4.h"
+#include "backend/cpu/kernels/act16_kdec.h"
 #include "backend/cpu/kernels/avx512bw_k.h"
 #include "backend/cpu/kernels/kernels_internal.h"
 #include "quant/types.h"
@@ -183,9 +183,79 @@ AT AI void bdec6(const int R, const uint8_t *w, size_t ws, int64_t nb, const uin
   A16_UNROLL for (int r = 0; r < R; r++) y[(size_t)r * yr] = a16_hsum(acc[r]);
 }
 
+// ---- IQ4_XS --------------------------------------------------------------------
+//
+// Pair m (0-3) is chunks 2 m and 2 m + 1: their 32 code bytes (16 each, low
+// nibbles values 0-15, high 16-31) go to 128-bit lanes as A, A, B, B (a
+// broadcast load and a merge-masked one), a shift of 4 in lanes 1 and 3, and
+// vpshufb through the table gives the signed values in value order. As in
+// kdec, the codes take v's sign and multiply |lo| and |hi| (the sign bytes
+// of WK_ACT_A16K; no vpsignb at this level: a mask of the negative signs and
+// a masked negate, which where v is 0 leaves the code as it is, against |lo|
+// = |hi| = 0). Scales one a chunk (kd_prep's, each in both words of a
+// dword); the f32 step is kdec's: acc += float(lo + 128 hi) * (d_w * d_a).
+// Bounds: a pmaddubsw lane is at most 2 x 127 x 127 = 32258.
+
+// Pair m's signed codes of one row's IQ4_XS block b, with the signs of the
+// activations' sign bytes sg.
+AT AI __m512i biq4_codes(const uint8_t *b, const int m, const __m512i sg) {
+  const uint8_t *p = b + 8 + 32 * m;
+  __m512i v = _mm512_broadcast_i32x4(a16_load128(p));
+  __asm__("vbroadcasti32x4 %1, %0%{%2%}" : "+v"(v) : "m"(*(const __m128i *)(p + 16)),
+          "Yk"((__mmask16)0xff00));
+  v = _mm512_and_si512(_mm512_srlv_epi64(v, _mm512_set_epi64(4, 4, 0, 0, 4, 4, 0, 0)),
+                       _mm512_set1_epi8(15));
+  const __m512i c = _mm512_shuffle_epi8(
+      _mm512_broadcast_i32x4(a16_load128(wk_kern_iq4nl_values)), v);
+  return _mm512_mask_sub_epi8(c, _mm512_movepi8_mask(sg), _mm512_setzero_si512(), c);
+}
+
+// IQ4_XS: R rows x one token (rows w, w + ws, ..; y[r * yr]).
+AT AI void bdeciq4(const int R, const uint8_t *w, size_t ws, int64_t nb, const uint8_t *xq,
+                   float *y, size_t yr) {
+  const wk_act16k *act = (const wk_act16k *)xq;
+  __m256 acc[A16_MAXR];
+  A16_UNROLL for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; b++) {
+    const uint8_t *blk = w + (size_t)b * 136;
+    const int8_t *e = (const int8_t *)xq + wk_act16k_sign_bytes(nb, b);  // |lo|, |hi|, sign
+    a16_ahead(R, blk, ws, b, 136, A16_K_AHEAD);
+    kdprep p[A16_MAXR];
+    int32_t sc2[A16_MAXR][8];
+    const __m256 da = _mm256_set1_ps(act[b].d);
+    A16_UNROLL for (int r = 0; r < R; r++) {
+      kd_prep(blk + (size_t)r * ws, da, &p[r]);
+      const __m256i s = _mm256_loadu_si256((const __m256i *)p[r].s32);
+      _mm256_storeu_si256((__m256i *)sc2[r],
+                          _mm256_or_si256(_mm256_and_si256(s, _mm256_set1_epi32(0xffff)),
+                                          _mm256_slli_epi32(s, 16)));
+    }
+    __m512i lo[A16_MAXR], hi[A16_MAXR];
+    A16_UNROLL for (int r = 0; r < R; r++) lo[r] = hi[r] = _mm512_setzero_si512();
+    A16_UNROLL for (int m = 0; m < 4; m++) {
+      __m512i xl = _mm512_loadu_si512(e + 64 * m), xh = _mm512_loadu_si512(e + 256 + 64 * m);
+      const __m512i sg = _mm512_loadu_si512(e + 512 + 64 * m);
+      B_KEEP(xl);
+      B_KEEP(xh);
+      A16_UNROLL for (int r = 0; r < R; r++) {
+        const __m512i c = biq4_codes(blk + (size_t)r * ws, m, sg);
+        const __m512i s = bscales(&sc2[r][2 * m], &sc2[r][2 * m + 1]);
+        lo[r] = _mm512_add_epi32(lo[r], _mm512_madd_epi16(_mm512_maddubs_epi16(xl, c), s));
+        hi[r] = _mm512_add_epi32(hi[r], _mm512_madd_epi16(_mm512_maddubs_epi16(xh, c), s));
+        B_KEEP(lo[r]);
+        B_KEEP(hi[r]);
+      }
+    }
+    A16_UNROLL for (int r = 0; r < R; r++)
+        acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(bfold(lo[r], hi[r])), p[r].dd, acc[r]);
+  }
+  A16_UNROLL for (int r = 0; r < R; r++) y[(size_t)r * yr] = a16_hsum(acc[r]);
+}
+
 // Rows of the decode tiles.
 #define B_DM 4
 #define B_DM6 4
+#define B_DMI 4
 
 // T_gemm: one to three tokens through the decode tiles as a16_gemm runs them
 // (tile j takes rows j, j + q, ..), four and more through the AVX2 gemm.
@@ -216,15 +286,18 @@ AT AI void bdec6(const int R, const uint8_t *w, size_t ws, int64_t nb, const uin
 
 // Q6_K's tile in bdec's form (one type).
 #define bdec6_of(TYPE, R, w, ws, nb, xq, y, yr) bdec6(R, w, ws, nb, xq, y, yr)
+#define bdeciq4_of(TYPE, R, w, ws, nb, xq, y, yr) bdeciq4(R, w, ws, nb, xq, y, yr)
 
 B_TYPE(q4_k, WK_Q4_K, bdec, B_DM)
 B_TYPE(q5_k, WK_Q5_K, bdec, B_DM)
 B_TYPE(q6_k, WK_Q6_K, bdec6_of, B_DM6)
+B_TYPE(iq4_xs, WK_IQ4_XS, bdeciq4_of, B_DMI)
 
 int wk_act16_avx512bw_k_find(int type, wk_vec_dot_fn *dot, wk_gemm_fn *gemm) {
   wk_gemm_fn g = type == WK_Q4_K   ? q4_k_gemm
                  : type == WK_Q5_K ? q5_k_gemm
                  : type == WK_Q6_K ? q6_k_gemm
+                 : type == WK_IQ4_XS ? iq4_xs_gemm
                                    : NULL;
   if (!g || !wk_act16_avx2_find(type, dot, gemm)) return 0;
   *gemm = g;  // *dot: the AVX2 level's

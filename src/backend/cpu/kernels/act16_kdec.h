@@ -1,10 +1,11 @@
-// Q4_K and Q5_K pieces shared by the decode tiles of the AVX2 level
-// (act16_avx2_k.c: kdec) and the AVX-512 BW level (act16_avx512bw_k.c):
-// the super-block's scales, mins, d and dmin made for a tile's rows, and the
-// mins' f32 term, which both levels run in the same order. Included after
-// act16_x86.h (which defines AT).
-#ifndef WICK_BACKEND_CPU_KERNELS_ACT16_K4_H
-#define WICK_BACKEND_CPU_KERNELS_ACT16_K4_H
+// Pieces of the one-token tiles of the super-blocks with a scale per 32
+// values (Q4_K, Q5_K, IQ4_XS), shared by the AVX2 level (act16_avx2_k.c:
+// kdec) and the AVX-512 BW level (act16_avx512bw_k.c): the super-block's
+// scales, mins, d and dmin made for a tile's rows, and the mins' f32 term,
+// which both levels run in the same order. Included after act16_x86.h (which
+// defines AT).
+#ifndef WICK_BACKEND_CPU_KERNELS_ACT16_KDEC_H
+#define WICK_BACKEND_CPU_KERNELS_ACT16_KDEC_H
 
 // The mins' term of a Q4_K / Q5_K super-block, per 32 values: acc - dmin *
 // min_j * S_j (mf: the mins as f32, sums: S_j, chunk j's activation sum, both
@@ -66,5 +67,28 @@ AT AI void k4_dprep(const int R, const uint8_t *blk, size_t ws, float da, k4dpre
 AT AI __m256 k4_mins(const k4dprep *p, int r) {
   return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(p->sm[r] + 8))));
 }
+
+// IQ4_XS, per row and super-block: what the decode tile needs besides the
+// codes.
+typedef struct kdprep {
+  int32_t s32[8];   // sub-block scales, one a dword: chunk j broadcasts s32[j]'s
+                    // low int16
+  __m256 dd;        // d_w * d_a
+} kdprep;
+
+AT AI void kd_prep(const uint8_t *b, __m256 da, kdprep *p) {
+  // d @0, scales_h @2, scales_l @4: a16_scales_iq4xs as dwords
+  uint32_t l;
+  memcpy(&l, b + 4, 4);
+  const __m256i sh = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);
+  const __m256i lo = _mm256_srlv_epi32(_mm256_set1_epi32((int)l), _mm256_add_epi32(sh, sh));
+  const __m256i hi = _mm256_srlv_epi32(_mm256_set1_epi32((int)a16_u16(b + 2)), sh);
+  const __m256i sc = _mm256_or_si256(
+      _mm256_and_si256(lo, _mm256_set1_epi32(15)),
+      _mm256_slli_epi32(_mm256_and_si256(hi, _mm256_set1_epi32(3)), 4));
+  _mm256_storeu_si256((__m256i *)p->s32, _mm256_sub_epi32(sc, _mm256_set1_epi32(32)));
+  p->dd = _mm256_mul_ps(a16_bf16(b), da);
+}
+
 
 #endif
