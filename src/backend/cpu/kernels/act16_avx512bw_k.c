@@ -1,13 +1,18 @@
-// The AVX-512 BW level's 16-bit-activation decode tiles for Q4_K, Q5_K and Q6_K
-// against WK_ACT_A16K: 512-bit vectors without VNNI, VBMI or GFNI, for CPUs
-// with AVX-512 F/BW/VL alone (Skylake-SP and its kin; act16.c reaches it
-// through wk_act16_avx512bw_find at wk_kernel_best_level's AVX512BW). Two
-// tokens and more: the AVX2 level's gemm.
+// The AVX-512 BW level's 16-bit-activation decode tiles for Q4_K, Q5_K, Q6_K
+// and IQ4_XS against WK_ACT_A16K: 512-bit vectors without VNNI, VBMI or
+// GFNI, for CPUs with AVX-512 F/BW/VL alone (Skylake-SP and its kin; act16.c
+// reaches them through wk_act16_avx512bw_find at wk_kernel_best_level's
+// AVX512BW). One to three tokens run the tiles a token at a time; four and
+// more take the AVX2 level's gemm, and vec_dot is the AVX2 level's. Q2_K
+// keeps the AVX2 level's: the same scheme measured no faster (its 84-byte
+// blocks spend most of their operations on the per-group f32 terms).
 //
 // Why: there a 512-bit vpmaddubsw or vpmaddwd does twice the bytes of a
-// 256-bit one at the same rate, and the AVX2 decode tile (act16_avx2_k.c:
-// kdec) is bound by those pipes, not by memory (Skylake-SP at 2.0 GHz: 3.9-4.8
+// 256-bit one at the same rate, and the AVX2 decode tiles (act16_avx2_k.c)
+// are bound by those pipes, not by memory (Skylake-SP at 2.0 GHz: 3.9-4.8
 // GB/s a core with its rows in L2, against ~8 GB/s of read bandwidth).
+//
+// ---- Q4_K, Q5_K ----------------------------------------------------------------
 //
 // Layout: a super-block's 128 code bytes hold chunk 2 i in the low nibbles
 // and chunk 2 i + 1 in the high nibbles of bytes 32 i .. 32 i + 31, so one
