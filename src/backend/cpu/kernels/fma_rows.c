@@ -1,7 +1,10 @@
-// AVX2 + FMA register tiles for f32 rows (see fma_rows.h).
+// AVX2 + FMA register tiles for f32 rows, and the choice of level (see
+// fma_rows.h; the 512-bit tiles are in fma_rows_avx512.c).
 #include "backend/cpu/kernels/fma_rows.h"
 
 #include <immintrin.h>
+
+#include "backend/cpu/kernels/kernels.h"
 
 #define FT __attribute__((target("avx2,fma")))
 #define FI static inline __attribute__((always_inline))
@@ -76,11 +79,38 @@ static void rows_block(const float *w, int64_t k, int nr, const float *x, size_t
 // while every strip of w runs over them.
 #define FMA_X_BLOCK (128u << 10)
 
-void wk_fma_rows(const float *w, int64_t k, int nr, const float *x, size_t xs, int nt, float *y,
-                 size_t ys) {
+static void fma_rows_avx2(const float *w, int64_t k, int nr, const float *x, size_t xs, int nt,
+                          float *y, size_t ys) {
   const int64_t per = (int64_t)(FMA_X_BLOCK / ((size_t)k * sizeof(float)));
   const int tb = per < 3 ? 3 : per > 3 * 1024 ? 3 * 1024 : (int)(per / 3 * 3);
   for (int t0 = 0; t0 < nt; t0 += tb)
     rows_block(w, k, nr, x + (size_t)t0 * xs, xs, nt - t0 < tb ? nt - t0 : tb,
                y + (size_t)t0 * ys, ys);
+}
+
+typedef void (*rows_fn)(const float *w, int64_t k, int nr, const float *x, size_t xs, int nt,
+                        float *y, size_t ys);
+
+static rows_fn level_fn(int level) {
+  return level == WK_LEVEL_AVX512BW ? wk_fma_rows_avx512 : fma_rows_avx2;
+}
+
+void wk_fma_rows_level(int level, const float *w, int64_t k, int nr, const float *x, size_t xs,
+                       int nt, float *y, size_t ys) {
+  level_fn(level)(w, k, nr, x, xs, nt, y, ys);
+}
+
+// The level's function, decided at the first call (cpuid is slow and this
+// runs for every few rows of every matrix): NULL until then. Threads racing
+// on the first call all store the same value.
+static rows_fn g_rows;
+
+void wk_fma_rows(const float *w, int64_t k, int nr, const float *x, size_t xs, int nt, float *y,
+                 size_t ys) {
+  rows_fn f = __atomic_load_n(&g_rows, __ATOMIC_RELAXED);
+  if (!f) {
+    f = level_fn(wk_kernel_best_level());
+    __atomic_store_n(&g_rows, f, __ATOMIC_RELAXED);
+  }
+  f(w, k, nr, x, xs, nt, y, ys);
 }
