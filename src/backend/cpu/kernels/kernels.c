@@ -2,6 +2,9 @@
 // the one place where the instruction-set level is chosen.
 #include "backend/cpu/kernels/kernels.h"
 
+#include <stdlib.h>
+#include <string.h>
+
 #include "backend/cpu/kernels/kernels_internal.h"
 #include "base/cpu.h"
 #include "quant/types.h"
@@ -41,10 +44,16 @@ int wk_kernel_best_level(void) {
   wk_cpu_detect(&f);
   bool avx2 = f.avx2 && f.fma && f.f16c;
   const bool avx512 = avx2 && f.avx512f && f.avx512bw && f.avx512vl;
-  if (avx512 && f.avx512vnni) return WK_LEVEL_AVX512;
-  if (avx512) return WK_LEVEL_AVX512BW;
-  if (avx2) return WK_LEVEL_AVX2;
-  return WK_LEVEL_SCALAR;
+  int best = avx512 && f.avx512vnni ? WK_LEVEL_AVX512
+             : avx512               ? WK_LEVEL_AVX512BW
+             : avx2                 ? WK_LEVEL_AVX2
+                                    : WK_LEVEL_SCALAR;
+  // WICK_CPU_LEVEL caps it (A/B runs; CPUs whose clock drops under 512-bit
+  // code): scalar, avx2, avx512bw or avx512; other values are ignored.
+  const char *cap = getenv("WICK_CPU_LEVEL");
+  for (int l = WK_LEVEL_SCALAR; cap && l <= WK_LEVEL_AVX512; l++)
+    if (!strcmp(cap, wk_kernel_level_name(l)) && l < best) best = l;
+  return best;
 }
 
 const char *wk_kernel_level_name(int level) {

@@ -95,9 +95,10 @@ typedef struct wk_kernel {
 // WICK_ERR_UNSUPPORTED when the type has no kernels or this CPU lacks `level`.
 int wk_kernel_pick(int type, int level, wk_kernel *out);
 
-// The best level this CPU supports (runs cpuid; call at prepare time).
+// The best level this CPU supports, capped by WICK_CPU_LEVEL in the
+// environment when set to a level name (runs cpuid; call at prepare time).
 int wk_kernel_best_level(void);
-const char *wk_kernel_level_name(int level);  // "scalar", "avx2", "avx512"
+const char *wk_kernel_level_name(int level);  // "scalar", "avx2", "avx512bw", "avx512"
 
 // Bytes of one activation row of n elements in format act; 0 when n is not a
 // multiple of the format's block.
