@@ -646,14 +646,9 @@ AT static void zgemm1(const int type, zdec_fn dec, zdec_fn one, int dm, const ui
   }                                                                                          \
   static void T##_gemm(const void *w, size_t ws, int64_t k, int rows, const void *xq,       \
                        size_t xs, int n_tokens, float *y, size_t ys) {                      \
-    if (n_tokens >= 4) { /* the AVX2 gemm's main tiles take 4 tokens */                    \
-      wk_vec_dot_fn dot;                                                                     \
-      wk_gemm_fn gemm;                                                                       \
-      if (wk_act16_avx2_find(TYPE, &dot, &gemm)) {                                           \
-        gemm(w, ws, k, rows, xq, xs, n_tokens, y, ys);                                       \
-        return;                                                                              \
-      }                                                                                      \
-    }                                                                                        \
+    /* the AVX2 gemm's main tiles take 4 tokens */                                          \
+    if (n_tokens >= 4 && a16_avx2_gemm(TYPE, w, ws, k, rows, xq, xs, n_tokens, y, ys))      \
+      return;                                                                                \
     for (int t = 0; t < n_tokens; t++)                                                       \
       zgemm1(TYPE, T##_zdec, T##_zone, DM, w, ws, k / 256, rows,                             \
              (const uint8_t *)xq + (size_t)t * xs, y + (size_t)t * ys);                      \

@@ -278,14 +278,9 @@ AT AI void bdeciq4(const int R, const uint8_t *w, size_t ws, int64_t nb, const u
   static const a16_tiles T##_tiles = {NULL, NULL, T##_dec, T##_one, 1, 4, DM, 256};       \
   static void T##_gemm(const void *w, size_t ws, int64_t k, int rows, const void *xq,     \
                        size_t xs, int n_tokens, float *y, size_t ys) {                    \
-    if (n_tokens >= T##_tiles.rn) {                                                        \
-      wk_vec_dot_fn dot;                                                                   \
-      wk_gemm_fn gemm;                                                                     \
-      if (wk_act16_avx2_find(TYPE, &dot, &gemm)) {                                         \
-        gemm(w, ws, k, rows, xq, xs, n_tokens, y, ys);                                     \
-        return;                                                                            \
-      }                                                                                    \
-    }                                                                                      \
+    if (n_tokens >= T##_tiles.rn &&                                                        \
+        a16_avx2_gemm(TYPE, w, ws, k, rows, xq, xs, n_tokens, y, ys))                      \
+      return;                                                                              \
     a16_gemm(&T##_tiles, w, ws, k, rows, xq, xs, n_tokens, y, ys);                         \
   }
 

@@ -360,6 +360,17 @@ static inline void a16_gemm(const a16_tiles *tl, const void *wv, size_t ws, int6
 
 #define A16_ROW(TYPE, T) {TYPE, T##_vec_dot, T##_gemm}
 
+// The product through the AVX2 level's gemm of `type` (the other levels'
+// one-token tiles hand it batches): 1 when it ran.
+static inline int a16_avx2_gemm(int type, const void *w, size_t ws, int64_t k, int rows,
+                                const void *xq, size_t xs, int n_tokens, float *y, size_t ys) {
+  wk_vec_dot_fn dot;
+  wk_gemm_fn gemm;
+  if (!wk_act16_avx2_find(type, &dot, &gemm)) return 0;
+  gemm(w, ws, k, rows, xq, xs, n_tokens, y, ys);
+  return 1;
+}
+
 // The lookup of the super-block file (act16_avx2_k.c), used by the other's.
 int wk_act16_avx2_k_find(int type, wk_vec_dot_fn *dot, wk_gemm_fn *gemm);
 
