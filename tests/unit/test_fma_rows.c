@@ -10,8 +10,8 @@
 //  - shapes: rows 1..13 and tokens 1..13 (every tile shape and edge of both
 //    levels) for k = 1, 7, 15, 16, 17, 64, 100, 576, 1100 (tails of k % 8 and
 //    k % 16 alone, with whole steps, none); k = 4100 and 40000, where a block
-//    of tokens holds 6 and 3 (several blocks); activation rows and y rows
-//    padded (xs > k, ys > nr), y poisoned with NaN first, its padding
+//    of tokens holds 6 and 3 (several blocks); weight rows, activation rows and y rows
+//    padded (ws, xs > k; ys > nr), y poisoned with NaN first, its padding
 //    untouched;
 //  - wk_fma_rows equal to the level wk_kernel_best_level() picks.
 // Weights and activations are Gaussian with a spread that changes every 32
@@ -26,28 +26,29 @@
 #include "backend/cpu/kernels/kernels.h"
 #include "test_util.h"
 
-enum { MAX_R = 13, MAX_T = 13, X_PAD = 3, Y_PAD = 2 };
+enum { MAX_R = 13, MAX_T = 13, W_PAD = 5, X_PAD = 3, Y_PAD = 2 };
 
 typedef struct problem {
   int64_t k;
-  size_t xs;
-  float *w, *x;  // MAX_R rows of k, MAX_T rows of xs
+  size_t ws, xs;
+  float *w, *x;  // MAX_R rows of ws, MAX_T rows of xs
   double ref[MAX_T][MAX_R], mag[MAX_T][MAX_R];
   float one[MAX_T][MAX_R];  // each output computed alone (per level)
 } problem;
 
 static void problem_init(problem *p, int64_t k, uint64_t *seed) {
   p->k = k;
+  p->ws = (size_t)k + W_PAD;
   p->xs = (size_t)k + X_PAD;
-  p->w = malloc(sizeof(float) * MAX_R * (size_t)k);
+  p->w = malloc(sizeof(float) * MAX_R * p->ws);
   p->x = malloc(sizeof(float) * MAX_T * p->xs);
-  fill_random(seed, p->w, MAX_R * k, 0);
+  fill_random(seed, p->w, MAX_R * (int64_t)p->ws, 0);
   fill_random(seed, p->x, MAX_T * (int64_t)p->xs, 1);
   for (int t = 0; t < MAX_T; t++)
     for (int r = 0; r < MAX_R; r++) {
       double d = 0, m = 0;
       for (int64_t i = 0; i < k; i++) {
-        const double v = (double)p->w[r * k + i] * p->x[t * p->xs + i];
+        const double v = (double)p->w[r * p->ws + i] * p->x[t * p->xs + i];
         d += v, m += fabs(v);
       }
       p->ref[t][r] = d, p->mag[t][r] = m;
@@ -58,7 +59,7 @@ static void problem_init(problem *p, int64_t k, uint64_t *seed) {
 static void problem_alone(problem *p, int level) {
   for (int t = 0; t < MAX_T; t++)
     for (int r = 0; r < MAX_R; r++)
-      wk_fma_rows_level(level, p->w + r * p->k, p->k, 1, p->x + t * p->xs, p->xs, 1,
+      wk_fma_rows_level(level, p->w + r * p->ws, p->ws, p->k, 1, p->x + t * p->xs, p->xs, 1,
                         &p->one[t][r], 1);
 }
 
@@ -67,7 +68,7 @@ static double check_shape(const problem *p, int level, int nr, int nt) {
   const size_t ys = (size_t)nr + Y_PAD;
   float y[MAX_T * (MAX_R + Y_PAD)];
   for (size_t i = 0; i < sizeof y / sizeof y[0]; i++) y[i] = NAN;
-  wk_fma_rows_level(level, p->w, p->k, nr, p->x, p->xs, nt, y, ys);
+  wk_fma_rows_level(level, p->w, p->ws, p->k, nr, p->x, p->xs, nt, y, ys);
   const double tol_k = ((double)p->k / 8 + 12) * 0x1p-24;
   double worst = 0;
   int close = 1, same = 1, pad = 1;
@@ -95,8 +96,8 @@ static void check_dispatch(const problem *p) {
   const int level = wk_kernel_best_level() == WK_LEVEL_AVX512BW ? WK_LEVEL_AVX512BW
                                                                 : WK_LEVEL_AVX2;
   float a[MAX_T * MAX_R], b[MAX_T * MAX_R];
-  wk_fma_rows(p->w, p->k, MAX_R, p->x, p->xs, MAX_T, a, MAX_R);
-  wk_fma_rows_level(level, p->w, p->k, MAX_R, p->x, p->xs, MAX_T, b, MAX_R);
+  wk_fma_rows(p->w, p->ws, p->k, MAX_R, p->x, p->xs, MAX_T, a, MAX_R);
+  wk_fma_rows_level(level, p->w, p->ws, p->k, MAX_R, p->x, p->xs, MAX_T, b, MAX_R);
   CHECK(memcmp(a, b, sizeof a) == 0);
 }
 

@@ -213,7 +213,7 @@ static void check_fma_rows(uint64_t *seed) {
   const int counts[] = {1, 2, 7, 8};
   for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
     const int nt = counts[c];
-    wk_fma_rows(w, K, R, x, K, nt, y, R);
+    wk_fma_rows(w, K, K, R, x, K, nt, y, R);
     for (int t = 0; t < nt; t++)
       for (int r = 0; r < R; r++) {
         double d = 0, mag = 0;
@@ -222,7 +222,7 @@ static void check_fma_rows(uint64_t *seed) {
           mag += fabs((double)w[r * K + i] * x[t * K + i]);
         }
         CHECK(fabs(y[t * R + r] - d) <= 1e-6 * mag);
-        wk_fma_rows(w + r * K, K, 1, x + t * K, K, 1, &one, 1);
+        wk_fma_rows(w + r * K, K, K, 1, x + t * K, K, 1, &one, 1);
         CHECK(memcmp(&one, &y[t * R + r], 4) == 0);
       }
   }

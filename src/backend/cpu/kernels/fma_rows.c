@@ -20,8 +20,8 @@ FT FI float hsum8(__m256 x) {
 
 // R rows x N tokens (R <= 4, N <= 3); gemm runs 4 x 3 tiles, then 4 x 2 or
 // 4 x 1 for the last tokens, and 1 x N for the last rows.
-FT FI void tile(const int R, const int N, const float *w, int64_t k, const float *x, size_t xs,
-                float *y, size_t ys) {
+FT FI void tile(const int R, const int N, const float *w, size_t ws, int64_t k, const float *x,
+                size_t xs, float *y, size_t ys) {
   __m256 acc[4][3];
   F_UNROLL for (int r = 0; r < R; r++) F_UNROLL for (int t = 0; t < N; t++)
       acc[r][t] = _mm256_setzero_ps();
@@ -30,12 +30,12 @@ FT FI void tile(const int R, const int N, const float *w, int64_t k, const float
     __m256 xv[3];
     F_UNROLL for (int t = 0; t < N; t++) xv[t] = _mm256_loadu_ps(x + (size_t)t * xs + i);
     F_UNROLL for (int r = 0; r < R; r++) {
-      const __m256 wv = _mm256_loadu_ps(w + (size_t)r * (size_t)k + i);
+      const __m256 wv = _mm256_loadu_ps(w + (size_t)r * ws + i);
       F_UNROLL for (int t = 0; t < N; t++) acc[r][t] = _mm256_fmadd_ps(wv, xv[t], acc[r][t]);
     }
   }
   F_UNROLL for (int r = 0; r < R; r++) F_UNROLL for (int t = 0; t < N; t++) {
-      const float *wr = w + (size_t)r * (size_t)k, *xt = x + (size_t)t * xs;
+      const float *wr = w + (size_t)r * ws, *xt = x + (size_t)t * xs;
       float s = hsum8(acc[r][t]);
       for (int64_t i = k8; i < k; i++) s += wr[i] * xt[i];
       y[(size_t)t * ys + r] = s;
@@ -43,9 +43,9 @@ FT FI void tile(const int R, const int N, const float *w, int64_t k, const float
 }
 
 #define TILE_FN(R, N)                                                                      \
-  FT static void tile_##R##x##N(const float *w, int64_t k, const float *x, size_t xs,      \
+  FT static void tile_##R##x##N(const float *w, size_t ws, int64_t k, const float *x, size_t xs,   \
                                 float *y, size_t ys) {                                    \
-    tile(R, N, w, k, x, xs, y, ys);                                                        \
+    tile(R, N, w, ws, k, x, xs, y, ys);                                                        \
   }
 TILE_FN(4, 3)
 TILE_FN(4, 2)
@@ -56,22 +56,24 @@ TILE_FN(1, 1)
 
 // Rows [0, nr) x tokens [0, nt): each 4-row strip of w over every token
 // (the strip stays in L1 while the tokens' activations come from L2).
-static void rows_block(const float *w, int64_t k, int nr, const float *x, size_t xs, int nt,
-                       float *y, size_t ys) {
+static void rows_block(const float *w, size_t ws, int64_t k, int nr, const float *x, size_t xs,
+                       int nt, float *y, size_t ys) {
   int r = 0;
   for (; r + 4 <= nr; r += 4) {
-    const float *wr = w + (size_t)r * (size_t)k;
+    const float *wr = w + (size_t)r * ws;
     int t = 0;
-    for (; t + 3 <= nt; t += 3) tile_4x3(wr, k, x + (size_t)t * xs, xs, y + (size_t)t * ys + r, ys);
-    if (nt - t == 2) tile_4x2(wr, k, x + (size_t)t * xs, xs, y + (size_t)t * ys + r, ys);
-    else if (nt - t == 1) tile_4x1(wr, k, x + (size_t)t * xs, xs, y + (size_t)t * ys + r, ys);
+    for (; t + 3 <= nt; t += 3)
+      tile_4x3(wr, ws, k, x + (size_t)t * xs, xs, y + (size_t)t * ys + r, ys);
+    if (nt - t == 2) tile_4x2(wr, ws, k, x + (size_t)t * xs, xs, y + (size_t)t * ys + r, ys);
+    else if (nt - t == 1) tile_4x1(wr, ws, k, x + (size_t)t * xs, xs, y + (size_t)t * ys + r, ys);
   }
   for (; r < nr; r++) {
-    const float *wr = w + (size_t)r * (size_t)k;
+    const float *wr = w + (size_t)r * ws;
     int t = 0;
-    for (; t + 3 <= nt; t += 3) tile_1x3(wr, k, x + (size_t)t * xs, xs, y + (size_t)t * ys + r, ys);
-    if (nt - t == 2) tile_1x2(wr, k, x + (size_t)t * xs, xs, y + (size_t)t * ys + r, ys);
-    else if (nt - t == 1) tile_1x1(wr, k, x + (size_t)t * xs, xs, y + (size_t)t * ys + r, ys);
+    for (; t + 3 <= nt; t += 3)
+      tile_1x3(wr, ws, k, x + (size_t)t * xs, xs, y + (size_t)t * ys + r, ys);
+    if (nt - t == 2) tile_1x2(wr, ws, k, x + (size_t)t * xs, xs, y + (size_t)t * ys + r, ys);
+    else if (nt - t == 1) tile_1x1(wr, ws, k, x + (size_t)t * xs, xs, y + (size_t)t * ys + r, ys);
   }
 }
 
@@ -79,25 +81,25 @@ static void rows_block(const float *w, int64_t k, int nr, const float *x, size_t
 // while every strip of w runs over them.
 #define FMA_X_BLOCK (128u << 10)
 
-static void fma_rows_avx2(const float *w, int64_t k, int nr, const float *x, size_t xs, int nt,
-                          float *y, size_t ys) {
+static void fma_rows_avx2(const float *w, size_t ws, int64_t k, int nr, const float *x, size_t xs,
+                          int nt, float *y, size_t ys) {
   const int64_t per = (int64_t)(FMA_X_BLOCK / ((size_t)k * sizeof(float)));
   const int tb = per < 3 ? 3 : per > 3 * 1024 ? 3 * 1024 : (int)(per / 3 * 3);
   for (int t0 = 0; t0 < nt; t0 += tb)
-    rows_block(w, k, nr, x + (size_t)t0 * xs, xs, nt - t0 < tb ? nt - t0 : tb,
+    rows_block(w, ws, k, nr, x + (size_t)t0 * xs, xs, nt - t0 < tb ? nt - t0 : tb,
                y + (size_t)t0 * ys, ys);
 }
 
-typedef void (*rows_fn)(const float *w, int64_t k, int nr, const float *x, size_t xs, int nt,
-                        float *y, size_t ys);
+typedef void (*rows_fn)(const float *w, size_t ws, int64_t k, int nr, const float *x, size_t xs,
+              int nt, float *y, size_t ys);
 
 static rows_fn level_fn(int level) {
   return level == WK_LEVEL_AVX512BW ? wk_fma_rows_avx512 : fma_rows_avx2;
 }
 
-void wk_fma_rows_level(int level, const float *w, int64_t k, int nr, const float *x, size_t xs,
-                       int nt, float *y, size_t ys) {
-  level_fn(level)(w, k, nr, x, xs, nt, y, ys);
+void wk_fma_rows_level(int level, const float *w, size_t ws, int64_t k, int nr, const float *x,
+                       size_t xs, int nt, float *y, size_t ys) {
+  level_fn(level)(w, ws, k, nr, x, xs, nt, y, ys);
 }
 
 // The level's function, decided at the first call (cpuid is slow and this
@@ -105,12 +107,12 @@ void wk_fma_rows_level(int level, const float *w, int64_t k, int nr, const float
 // on the first call all store the same value.
 static rows_fn g_rows;
 
-void wk_fma_rows(const float *w, int64_t k, int nr, const float *x, size_t xs, int nt, float *y,
-                 size_t ys) {
+void wk_fma_rows(const float *w, size_t ws, int64_t k, int nr, const float *x, size_t xs, int nt,
+                 float *y, size_t ys) {
   rows_fn f = __atomic_load_n(&g_rows, __ATOMIC_RELAXED);
   if (!f) {
     f = level_fn(wk_kernel_best_level());
     __atomic_store_n(&g_rows, f, __ATOMIC_RELAXED);
   }
-  f(w, k, nr, x, xs, nt, y, ys);
+  f(w, ws, k, nr, x, xs, nt, y, ys);
 }

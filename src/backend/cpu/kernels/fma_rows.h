@@ -28,19 +28,19 @@
 #include <stddef.h>
 #include <stdint.h>
 
-// y[t * ys + r] = sum_i w[r * k + i] * x[t * xs + i] for r < nr, t < nt
-// (nr, nt, k >= 1). Call only when wk_kernel_best_level() >= WK_LEVEL_AVX2.
-void wk_fma_rows(const float *w, int64_t k, int nr, const float *x, size_t xs, int nt, float *y,
-                 size_t ys);
+// y[t * ys + r] = sum_i w[r * ws + i] * x[t * xs + i] for r < nr, t < nt
+// (nr, nt, k >= 1; ws, xs >= k). Call only when wk_kernel_best_level() >= WK_LEVEL_AVX2.
+void wk_fma_rows(const float *w, size_t ws, int64_t k, int nr, const float *x, size_t xs, int nt,
+                 float *y, size_t ys);
 
 // The same with the tiles of one level (tests, benchmarks): level
 // WK_LEVEL_AVX512BW the 512-bit ones, any other level the AVX2 ones; the CPU
 // must run that level.
-void wk_fma_rows_level(int level, const float *w, int64_t k, int nr, const float *x, size_t xs,
-                       int nt, float *y, size_t ys);
+void wk_fma_rows_level(int level, const float *w, size_t ws, int64_t k, int nr, const float *x,
+                       size_t xs, int nt, float *y, size_t ys);
 
 // Internal to fma_rows*.c: the 512-bit level.
-void wk_fma_rows_avx512(const float *w, int64_t k, int nr, const float *x, size_t xs, int nt,
-                        float *y, size_t ys);
+void wk_fma_rows_avx512(const float *w, size_t ws, int64_t k, int nr, const float *x, size_t xs,
+                        int nt, float *y, size_t ys);
 
 #endif

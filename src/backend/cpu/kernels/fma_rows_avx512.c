@@ -63,7 +63,7 @@ ZT ZI __m256 hsum16x8(const __m512 *a) {
     __m512 xv[3];                                                                         \
     Z_UNROLL for (int t = 0; t < N; t++) xv[t] = LOAD(x + (size_t)t * xs + i);            \
     Z_UNROLL for (int r = 0; r < R; r++) {                                                \
-      __m512 wv = LOAD(w + (size_t)r * (size_t)k + i);                                    \
+      __m512 wv = LOAD(w + (size_t)r * ws + i);                                    \
       __asm__("" : "+v"(wv)); /* one load for N FMAs, not N loads folded into them */     \
       Z_UNROLL for (int t = 0; t < N; t++) acc[r][t] = _mm512_fmadd_ps(wv, xv[t], acc[r][t]); \
     }                                                                                     \
@@ -72,8 +72,8 @@ ZT ZI __m256 hsum16x8(const __m512 *a) {
 #define ZLOAD_TAIL(p) _mm512_maskz_loadu_ps(m, p)
 
 // The lane sums of R rows (k apart) x N tokens.
-ZT ZI void zsums(const int R, const int N, const float *w, int64_t k, const float *x, size_t xs,
-                 __m512 acc[8][3]) {
+ZT ZI void zsums(const int R, const int N, const float *w, size_t ws, int64_t k, const float *x,
+                 size_t xs, __m512 acc[8][3]) {
   Z_UNROLL for (int r = 0; r < R; r++) Z_UNROLL for (int t = 0; t < N; t++)
       acc[r][t] = _mm512_setzero_ps();
   const int64_t k16 = k & ~(int64_t)15;
@@ -90,10 +90,10 @@ ZT ZI void zsums(const int R, const int N, const float *w, int64_t k, const floa
 }
 
 // R rows x N tokens (R 8, 4, 2 or 1; N <= 3).
-ZT ZI void ztile(const int R, const int N, const float *w, int64_t k, const float *x, size_t xs,
-                 float *y, size_t ys) {
+ZT ZI void ztile(const int R, const int N, const float *w, size_t ws, int64_t k, const float *x,
+                 size_t xs, float *y, size_t ys) {
   __m512 acc[8][3];
-  zsums(R, N, w, k, x, xs, acc);
+  zsums(R, N, w, ws, k, x, xs, acc);
   Z_UNROLL for (int t = 0; t < N; t++) {
     float *yt = y + (size_t)t * ys;
     if (R == 8) {
@@ -106,12 +106,12 @@ ZT ZI void ztile(const int R, const int N, const float *w, int64_t k, const floa
   }
 }
 
-typedef void (*ztile_fn)(const float *w, int64_t k, const float *x, size_t xs, float *y,
+typedef void (*ztile_fn)(const float *w, size_t ws, int64_t k, const float *x, size_t xs, float *y,
                          size_t ys);
 #define ZTILE_FN(R, N)                                                                      \
-  ZT static void ztile_##R##x##N(const float *w, int64_t k, const float *x, size_t xs,     \
+  ZT static void ztile_##R##x##N(const float *w, size_t ws, int64_t k, const float *x, size_t xs,  \
                                  float *y, size_t ys) {                                    \
-    ztile(R, N, w, k, x, xs, y, ys);                                                        \
+    ztile(R, N, w, ws, k, x, xs, y, ys);                                                        \
   }
 #define ZTILE_ROW(R) ZTILE_FN(R, 1) ZTILE_FN(R, 2) ZTILE_FN(R, 3)
 ZTILE_ROW(1)
@@ -124,11 +124,11 @@ static const ztile_fn k_tiles[4][3] = {ZTILE_ENTRY(1), ZTILE_ENTRY(2), ZTILE_ENT
 
 // A strip of 8 >> s rows over tokens [0, nt) (the strip stays in L1 while
 // the tokens' activations come from L2).
-static void zstrip(int s, const float *w, int64_t k, const float *x, size_t xs, int nt,
+static void zstrip(int s, const float *w, size_t ws, int64_t k, const float *x, size_t xs, int nt,
                    float *y, size_t ys) {
   for (int t = 0; t < nt; t += 3) {
     const int n = nt - t < 3 ? nt - t : 3;
-    k_tiles[3 - s][n - 1](w, k, x + (size_t)t * xs, xs, y + (size_t)t * ys, ys);
+    k_tiles[3 - s][n - 1](w, ws, k, x + (size_t)t * xs, xs, y + (size_t)t * ys, ys);
   }
 }
 
@@ -136,8 +136,8 @@ static void zstrip(int s, const float *w, int64_t k, const float *x, size_t xs, 
 // while every strip of w runs over them (64 to 384 KB measured alike).
 #define Z_X_BLOCK (128u << 10)
 
-void wk_fma_rows_avx512(const float *w, int64_t k, int nr, const float *x, size_t xs, int nt,
-                        float *y, size_t ys) {
+void wk_fma_rows_avx512(const float *w, size_t ws, int64_t k, int nr, const float *x, size_t xs,
+                        int nt, float *y, size_t ys) {
   const int64_t per = (int64_t)(Z_X_BLOCK / ((size_t)k * sizeof(float)));
   const int tb = per < 3 ? 3 : per > 3 * 1024 ? 3 * 1024 : (int)(per / 3 * 3);
   for (int t0 = 0; t0 < nt; t0 += tb) {
@@ -147,7 +147,7 @@ void wk_fma_rows_avx512(const float *w, int64_t k, int nr, const float *x, size_
     // strips of 8 rows, the last rows in strips of 4, 2, 1
     for (int r = 0, s = 0; r < nr; r += 8 >> s) {
       while (r + (8 >> s) > nr) s++;
-      zstrip(s, w + (size_t)r * (size_t)k, k, xb, xs, n, yb + r, ys);
+      zstrip(s, w + (size_t)r * ws, ws, k, xb, xs, n, yb + r, ys);
     }
   }
 }
