@@ -99,11 +99,7 @@ AT AI void bdec(const int type, const int R, const uint8_t *w, size_t ws, int64_
     }
     const __m256 sums = k4_chunk_sums(&act[b]);
     A16_UNROLL for (int r = 0; r < R; r++) {
-      const __m256i l = _mm256_add_epi32(_mm512_castsi512_si256(lo[r]),
-                                         _mm512_extracti64x4_epi64(lo[r], 1));
-      const __m256i h = _mm256_add_epi32(_mm512_castsi512_si256(hi[r]),
-                                         _mm512_extracti64x4_epi64(hi[r], 1));
-      const __m256i x = _mm256_add_epi32(l, _mm256_slli_epi32(h, 7));
+      const __m256i x = bfold(lo[r], hi[r]);
       const __m256 dd = _mm256_broadcast_ss(&pp->dm[2 * r]);
       acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(x), dd, acc[r]);
       acc[r] = k4_min_term(acc[r], k4_mins(pp, r), sums, _mm256_broadcast_ss(&pp->dm[2 * r + 1]));
@@ -257,25 +253,23 @@ AT AI void bdeciq4(const int R, const uint8_t *w, size_t ws, int64_t nb, const u
   A16_UNROLL for (int r = 0; r < R; r++) y[(size_t)r * yr] = a16_hsum(acc[r]);
 }
 
-// Rows of the decode tiles.
+// Rows of the decode tiles (Q4_K: 4 measured faster than 3, 6 and 8).
 #define B_DM 4
-#define B_DM6 4
-#define B_DMI 4
 
 // T_gemm: one to three tokens through the decode tiles as a16_gemm runs them
 // (tile j takes rows j, j + q, ..), four and more through the AVX2 gemm.
-#define B_TYPE(T, TYPE, DEC, DM)                                                                  \
+#define B_TYPE(T, TYPE, DEC)                                                                      \
   AT static void T##_dec(const uint8_t *w, size_t ws, int64_t nb, const uint8_t *xq,       \
                          size_t xs, float *y, size_t ys, size_t yr) {                      \
     (void)xs, (void)ys;                                                                    \
-    DEC(TYPE, DM, w, ws, nb, xq, y, yr);                                                   \
+    DEC(TYPE, B_DM, w, ws, nb, xq, y, yr);                                                 \
   }                                                                                        \
   AT static void T##_one(const uint8_t *w, size_t ws, int64_t nb, const uint8_t *xq,       \
                          size_t xs, float *y, size_t ys, size_t yr) {                      \
     (void)xs, (void)ys;                                                                    \
     DEC(TYPE, 1, w, ws, nb, xq, y, yr);                                                    \
   }                                                                                        \
-  static const a16_tiles T##_tiles = {NULL, NULL, T##_dec, T##_one, 1, 4, DM, 256};       \
+  static const a16_tiles T##_tiles = {NULL, NULL, T##_dec, T##_one, 1, 4, B_DM, 256};     \
   static void T##_gemm(const void *w, size_t ws, int64_t k, int rows, const void *xq,     \
                        size_t xs, int n_tokens, float *y, size_t ys) {                    \
     if (n_tokens >= T##_tiles.rn &&                                                        \
@@ -284,14 +278,14 @@ AT AI void bdeciq4(const int R, const uint8_t *w, size_t ws, int64_t nb, const u
     a16_gemm(&T##_tiles, w, ws, k, rows, xq, xs, n_tokens, y, ys);                         \
   }
 
-// Q6_K's tile in bdec's form (one type).
+// Q6_K's and IQ4_XS's tiles in bdec's form (one type each).
 #define bdec6_of(TYPE, R, w, ws, nb, xq, y, yr) bdec6(R, w, ws, nb, xq, y, yr)
 #define bdeciq4_of(TYPE, R, w, ws, nb, xq, y, yr) bdeciq4(R, w, ws, nb, xq, y, yr)
 
-B_TYPE(q4_k, WK_Q4_K, bdec, B_DM)
-B_TYPE(q5_k, WK_Q5_K, bdec, B_DM)
-B_TYPE(q6_k, WK_Q6_K, bdec6_of, B_DM6)
-B_TYPE(iq4_xs, WK_IQ4_XS, bdeciq4_of, B_DMI)
+B_TYPE(q4_k, WK_Q4_K, bdec)
+B_TYPE(q5_k, WK_Q5_K, bdec)
+B_TYPE(q6_k, WK_Q6_K, bdec6_of)
+B_TYPE(iq4_xs, WK_IQ4_XS, bdeciq4_of)
 
 int wk_act16_avx512bw_k_find(int type, wk_vec_dot_fn *dot, wk_gemm_fn *gemm) {
   wk_gemm_fn g = type == WK_Q4_K   ? q4_k_gemm

@@ -91,7 +91,7 @@ static void fma_rows_avx2(const float *w, size_t ws, int64_t k, int nr, const fl
 }
 
 typedef void (*rows_fn)(const float *w, size_t ws, int64_t k, int nr, const float *x, size_t xs,
-              int nt, float *y, size_t ys);
+                        int nt, float *y, size_t ys);
 
 static rows_fn level_fn(int level) {
   return level == WK_LEVEL_AVX512BW ? wk_fma_rows_avx512 : fma_rows_avx2;
