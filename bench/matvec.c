@@ -4,9 +4,10 @@
 //
 //   bench_matvec [--types q4_0,q4_k,...] [--tokens 64] [--level avx2]
 //                [--min-time 0.3] [--no-gemm] [--l2-only] [--act16] [--paired N]
-//                [--self-check]
+//                [--self-check] [--shape KxN]
 //
-// Shapes are k (input length) x n (output rows); weights are rotated through
+// Shapes are k (input length) x n (output rows): the four below, or --shape's
+// alone (a model's own, e.g. 640x262144 for Gemma 3's tied output); weights are rotated through
 // enough copies to exceed 256 MB, so every pass reads them from memory.
 // matvec, with 1 and 2 threads, in rounds: K products over copies c .. c +
 // K - 1 and K read passes over the same copies, read first in even rounds and
@@ -391,8 +392,19 @@ done:
 int main(int argc, char **argv) {
   options o = {.tokens = 64, .level = WK_LEVEL_AUTO, .gemm = 1, .min_time = 0.3, .paired = 8};
   const char *types = k_all_types;
+  int64_t shape[2] = {0, 0};  // --shape KxN: that shape only
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--types") && i + 1 < argc) types = argv[++i];
+    else if (!strcmp(argv[i], "--shape") && i + 1 < argc) {
+      long long k = 0, n = 0;
+      char tail = 0;
+      if (sscanf(argv[++i], "%lldx%lld%c", &k, &n, &tail) != 2 || k < 1 || n < 1 ||
+          k > (1 << 20) || n > (1 << 24)) {
+        fprintf(stderr, "bad --shape %s (want KxN, e.g. 640x262144)\n", argv[i]);
+        return 2;
+      }
+      shape[0] = k, shape[1] = n;
+    }
     else if (!strcmp(argv[i], "--tokens") && i + 1 < argc) o.tokens = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--min-time") && i + 1 < argc) o.min_time = atof(argv[++i]);
     else if (!strcmp(argv[i], "--no-gemm")) o.gemm = 0;
@@ -409,7 +421,8 @@ int main(int argc, char **argv) {
                                        : WK_LEVEL_AUTO;
     } else {
       fprintf(stderr, "usage: %s [--types a,b] [--tokens N] [--level L] [--min-time S] "
-              "[--no-gemm] [--l2-only] [--act16] [--paired N] [--self-check]\n", argv[0]);
+              "[--no-gemm] [--l2-only] [--act16] [--paired N] [--self-check] [--shape KxN]\n",
+              argv[0]);
       return 2;
     }
   }
@@ -448,8 +461,10 @@ int main(int argc, char **argv) {
       fprintf(stderr, "unknown type %s\n", name);
       continue;
     }
-    for (size_t si = 0; si < sizeof k_shapes / sizeof k_shapes[0]; si++)
-      bench_type(type, k_shapes[si], &o, pools);
+    if (shape[0]) bench_type(type, shape, &o, pools);
+    else
+      for (size_t si = 0; si < sizeof k_shapes / sizeof k_shapes[0]; si++)
+        bench_type(type, k_shapes[si], &o, pools);
   }
   wk_free(list);
   for (int th = 1; th <= MAX_THREADS; th++) wk_pool_destroy(pools[th]);

@@ -4,9 +4,24 @@
 
 #include "backend/cpu/cpu_ops.h"
 
+// Sum of squares in four independent double chains (one chain waits an add
+// latency per element: the decode step's norms ran on one thread while the
+// others waited), added pairwise at the end.
+static double sum_sq(const float *x, int d) {
+  double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+  int i = 0;
+  for (; i + 4 <= d; i += 4) {
+    s0 += (double)x[i] * x[i];
+    s1 += (double)x[i + 1] * x[i + 1];
+    s2 += (double)x[i + 2] * x[i + 2];
+    s3 += (double)x[i + 3] * x[i + 3];
+  }
+  for (; i < d; i++) s0 += (double)x[i] * x[i];
+  return (s0 + s1) + (s2 + s3);
+}
+
 static void norm_row(float *y, const float *x, const float *w, int d, float eps) {
-  double ss = 0;
-  for (int i = 0; i < d; i++) ss += (double)x[i] * x[i];
+  const double ss = sum_sq(x, d);
   float inv = (float)(1.0 / sqrt(ss / d + (double)eps));
   if (w)
     for (int i = 0; i < d; i++) y[i] = x[i] * inv * w[i];

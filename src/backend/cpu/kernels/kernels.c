@@ -39,7 +39,7 @@ size_t wk_act_row_size(int act, int64_t n) {
   return (size_t)(n / blk) * per;
 }
 
-int wk_kernel_best_level(void) {
+static int best_level_now(void) {
   wk_cpu_features f;
   wk_cpu_detect(&f);
   bool avx2 = f.avx2 && f.fma && f.f16c;
@@ -54,6 +54,20 @@ int wk_kernel_best_level(void) {
   for (int l = WK_LEVEL_SCALAR; cap && l <= WK_LEVEL_AVX512; l++)
     if (!strcmp(cap, wk_kernel_level_name(l)) && l < best) best = l;
   return best;
+}
+
+// Decided at the first call: cpuid traps to the hypervisor in a VM (each
+// leaf ~1-2 us), and matrix plans ask for the level several times a matrix
+// (a model's load made ~300 calls). Threads racing on the first call store
+// the same value.
+int wk_kernel_best_level(void) {
+  static int cached = -1;
+  int l = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+  if (l < 0) {
+    l = best_level_now();
+    __atomic_store_n(&cached, l, __ATOMIC_RELAXED);
+  }
+  return l;
 }
 
 const char *wk_kernel_level_name(int level) {

@@ -96,7 +96,8 @@ typedef struct wk_kernel {
 int wk_kernel_pick(int type, int level, wk_kernel *out);
 
 // The best level this CPU supports, capped by WICK_CPU_LEVEL in the
-// environment when set to a level name (runs cpuid; call at prepare time).
+// environment when set to a level name (cpuid and the variable are read at
+// the first call of the process; later calls return that level).
 int wk_kernel_best_level(void);
 const char *wk_kernel_level_name(int level);  // "scalar", "avx2", "avx512bw", "avx512"
 
