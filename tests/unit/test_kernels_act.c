@@ -32,6 +32,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "backend/cpu/kernels/act16.h"
 #include "backend/cpu/kernels/fma_rows.h"
@@ -301,17 +303,42 @@ static void check_shapes(const wk_kernel *kr, uint64_t *seed) {
 // Q2_K / Q3_K decode tiles share a per-product copy of the activations, and
 // at one block, which those tiles' f32 steps, a super-block late, take only
 // after the loop).
+// `bytes` that end where an unreadable page begins (a read past them faults),
+// from an mmap of *len bytes at *base (munmap them); NULL on failure.
+static uint8_t *guarded(size_t bytes, void **base, size_t *len) {
+  const size_t pg = (size_t)sysconf(_SC_PAGESIZE), body = (bytes + pg - 1) / pg * pg;
+  *len = body + pg;
+  uint8_t *m = mmap(NULL, *len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED) return NULL;
+  if (mprotect(m + body, pg, PROT_NONE) != 0) {
+    munmap(m, *len);
+    return NULL;
+  }
+  *base = m;
+  return m + body - bytes;
+}
+
+// Every level's products equal the AVX2 level's bit for bit, for 1..17 rows
+// and 1..11 tokens. Row lengths include odd block counts and single blocks
+// (the tiles' tail steps), and each call's rows end at an unreadable page:
+// a tile that reads past a matrix's last row faults here.
 static void check_same_as_avx2(const wk_kernel *kr, uint64_t *seed) {
   wk_kernel k2;
   CHECK(wk_act16_pick(kr->type, WK_LEVEL_AVX2, &k2) == WICK_OK);
   enum { MAXR = 17, MAXT = 11 };
   const int sb = kr->act == WK_ACT_A16K;
-  const int64_t lens[] = {512, 4096, sb ? 101 * 256 : 0, sb ? 256 : 0};
-  for (int li = 0; li < 4; li++) {
+  const int64_t lens[] = {512, 4096, sb ? 101 * 256 : 96, sb ? 256 : 32, sb ? 3 * 256 : 160,
+                          sb ? 0 : 576};
+  for (int li = 0; li < (int)(sizeof lens / sizeof lens[0]); li++) {
     const int64_t n = lens[li];
     if (n == 0) continue;
     const size_t rb = wk_row_size(kr->type, n), xb = wk_act16_row_size(kr->act, n);
-    uint8_t *w = malloc(rb * MAXR), *xq = malloc(xb * MAXT), *xq2 = malloc(xb * MAXT);
+    void *wbase = NULL;
+    size_t wlen = 0;
+    uint8_t *w = guarded(rb * MAXR, &wbase, &wlen);
+    CHECK(w != NULL);
+    if (!w) return;
+    uint8_t *xq = malloc(xb * MAXT), *xq2 = malloc(xb * MAXT);
     float *x = malloc(sizeof(float) * n), *y = malloc(sizeof(float) * MAXR * MAXT);
     float *y2 = malloc(sizeof(float) * MAXR * MAXT);
     random_rows(seed, kr->type, n, MAXR, x, w, rb);
@@ -324,15 +351,17 @@ static void check_same_as_avx2(const wk_kernel *kr, uint64_t *seed) {
     int same = 1;
     for (int rows = 1; rows <= MAXR; rows++)
       for (int tokens = 1; tokens <= MAXT; tokens++) {
-        kr->gemm(w, rb, n, rows, xq, xb, tokens, y, rows);
-        k2.gemm(w, rb, n, rows, xq, xb, tokens, y2, rows);
+        const uint8_t *wr = w + (size_t)(MAXR - rows) * rb;  // the last `rows` rows
+        kr->gemm(wr, rb, n, rows, xq, xb, tokens, y, rows);
+        k2.gemm(wr, rb, n, rows, xq, xb, tokens, y2, rows);
         same &= memcmp(y, y2, sizeof(float) * rows * tokens) == 0;
       }
     if (!same)
       fprintf(stderr, "%s %s: differs from the AVX2 kernels (k = %lld)\n",
               wk_type_get(kr->type)->name, wk_kernel_level_name(kr->level), (long long)n);
     CHECK(same);
-    free(w), free(xq), free(xq2), free(x), free(y), free(y2);
+    munmap(wbase, wlen);
+    free(xq), free(xq2), free(x), free(y), free(y2);
   }
 }
 

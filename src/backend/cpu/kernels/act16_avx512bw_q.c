@@ -53,6 +53,7 @@ AT AI __m512i zq_lanes4(const uint8_t *const *row, const int at) {
 }
 
 #define ZQ_IQ4_NL 0
+#define ZQ_PAIRS 0
 #include "backend/cpu/kernels/act16_zq.h"
 
 int wk_act16_avx512bw_find(int type, wk_vec_dot_fn *dot, wk_gemm_fn *gemm) {
