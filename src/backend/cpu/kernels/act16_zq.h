@@ -335,14 +335,17 @@ AT AI void dec8(const int type, const uint8_t *w, size_t ws, int64_t nb, const u
 
 #endif  // ZQ_PAIRS
 
-// gemm: one token through the decode tile as a16_gemm runs it (tile j takes
-// rows j, j + q, .., q = rows / 8; rows past 8 q one by one through the AVX2
-// vec_dot); several tokens through the AVX2 level's gemm.
+// gemm from T_dec (8 rows x one token, dec8's contract): one token through
+// it as a16_gemm runs it (tile j takes rows j, j + q, .., q = rows / 8; rows
+// past 8 q one by one through the AVX2 vec_dot); several tokens through the
+// AVX2 level's gemm. A512_TYPE: T_dec is dec8.
 #define A512_TYPE(T, TYPE)                                                                  \
   AT static void T##_dec(const uint8_t *w, size_t ws, int64_t nb, const uint8_t *xq,       \
                          float *y, size_t yr) {                                              \
     dec8(TYPE, w, ws, nb, xq, y, yr);                                                        \
   }                                                                                          \
+  A512_GEMM(T, TYPE)
+#define A512_GEMM(T, TYPE)                                                                  \
   static void T##_gemm(const void *w, size_t ws, int64_t k, int rows, const void *xq,      \
                        size_t xs, int n_tokens, float *y, size_t ys) {                      \
     wk_vec_dot_fn dot;                                                                       \
@@ -376,7 +379,7 @@ static wk_gemm_fn zq_gemm_of(const int type) {
 #if ZQ_IQ4_NL
     case WK_IQ4_NL: return iq4_nl_gemm;
 #endif
-    default: return NULL;  // Q8_0 and the super-blocks
+    default: return NULL;  // the super-blocks (Q8_0: act16_avx512_q.c's q8_0_gemm)
   }
 }
 
