@@ -12,7 +12,8 @@
 //   zq_lanes4(row, at)  (ZQ_PAIRS 0) the 16 bytes at row[j] + at in 128-bit
 //                  lane j (j = 0..3)
 //   ZQ_IQ4_NL      1 when the level has an IQ4_NL tile (its codes go in as
-//                  table value + 128: up to 241, past pmaddubsw's pair range)
+//                  table value + 128: up to 241, past pmaddubsw's pair range;
+//                  with ZQ_PAIRS only)
 //   ZQ_PAIRS       1 for the two-block tile (needs VBMI and BITALG)
 // and includes this file once; it defines the gemm of each type and
 // zq_gemm_of(type) (NULL for the types without a tile here).
@@ -278,16 +279,6 @@ AT AI __m256i red8(__m512i a, __m512i b) {
 AT AI void codes4(const int type, const uint8_t *const *row, __m512i *c) {
   const __m512i x = zq_lanes4(row, a16_qs_at(type));
   const __m512i xh = zq_high(x);  // bits 4..7 of each byte to bits 0..3, the others 0
-#if ZQ_IQ4_NL
-  if (type == WK_IQ4_NL) {  // table value + 128; vpermb reads index bits 0..5 only
-    const __m512i lut =
-        _mm512_add_epi8(_mm512_broadcast_i32x4(a16_load128(wk_kern_iq4nl_values)),
-                        _mm512_set1_epi8((char)128));
-    c[0] = _mm512_permutexvar_epi8(x, lut);
-    c[1] = _mm512_permutexvar_epi8(xh, lut);
-    return;
-  }
-#endif
   c[0] = _mm512_and_si512(x, _mm512_set1_epi8(15));
   c[1] = xh;
   if (type == WK_Q5_0 || type == WK_Q5_1) {  // + 16 where the fifth bit is set
