@@ -138,6 +138,9 @@ int wk_act16_avx2_find(int type, wk_vec_dot_fn *dot, wk_gemm_fn *gemm);
 // same activation bytes as the AVX2 converters.
 int wk_act16_avx512_find(int type, wk_vec_dot_fn *dot, wk_gemm_fn *gemm);
 int wk_act16_avx512_k_find(int type, wk_vec_dot_fn *dot, wk_gemm_fn *gemm);
+// Its Q4_K and Q5_K (act16_avx512_kd.c: the AVX2 decode tile with vpdpwssd;
+// VNNI alone).
+int wk_act16_avx512_kd_find(int type, wk_vec_dot_fn *dot, wk_gemm_fn *gemm);
 // The AVX-512 BW level (no VNNI: wk_kernel_best_level's AVX512BW): 512-bit
 // decode tiles by vpmaddubsw + vpmaddwd (act16_avx512bw_q.c, the 32-value
 // formats; act16_avx512bw_k.c, the super-blocks), bit-identical

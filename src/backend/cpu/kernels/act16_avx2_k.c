@@ -283,11 +283,19 @@ AT AI __m256i kd_bcastw(const void *p) {
 }
 
 // *lo += pmaddwd(pmaddubsw(a, b), s), *hi += pmaddwd(pmaddubsw(c, d), s)
-// (a, c: the unsigned operands).
+// (a, c: the unsigned operands). A16_KD_VNNI (act16_avx512_kd.c, which
+// compiles this file's decode tile again for AVX-512 VL + VNNI): the add
+// folded into the multiply, vpdpwssd, the same int32 lanes (it wraps as
+// pmaddwd + paddd) in one op.
 AT AI void kd_products(__m256i a, __m256i b, __m256i c, __m256i d, __m256i s, __m256i *lo,
                        __m256i *hi) {
+#ifdef A16_KD_VNNI
+  *lo = _mm256_dpwssd_epi32(*lo, _mm256_maddubs_epi16(a, b), s);
+  *hi = _mm256_dpwssd_epi32(*hi, _mm256_maddubs_epi16(c, d), s);
+#else
   *lo = _mm256_add_epi32(*lo, _mm256_madd_epi16(_mm256_maddubs_epi16(a, b), s));
   *hi = _mm256_add_epi32(*hi, _mm256_madd_epi16(_mm256_maddubs_epi16(c, d), s));
+#endif
   A16_KEEP(*lo);
   A16_KEEP(*hi);
 }
@@ -544,6 +552,8 @@ AT AI void ktile(const int type, const int R, const int N, const uint8_t *w, siz
           a16_hsum(kmins2(type) ? _mm256_add_ps(acc[r][t], acc2[r][t]) : acc[r][t]);
 }
 
+#ifndef A16_KD_VNNI  // (act16_avx512_kd.c takes the tiles above, not the rest)
+
 // Register tiles: main rows x tokens, decode rows (3 for Q6_K's ktile loop
 // (L2-resident rows, one thread: 15.9 -> 16.5 GB/s against 2; 4: 6% slower),
 // 3 for kdec16's (Q2_K, Q3_K: 2 and 4 measured 1-3% slower), 4 for kdec's
@@ -621,3 +631,5 @@ int wk_act16_avx2_k_find(int type, wk_vec_dot_fn *dot, wk_gemm_fn *gemm) {
   };
   return wk_act16_lookup(rows, sizeof rows / sizeof rows[0], type, dot, gemm);
 }
+
+#endif  // A16_KD_VNNI

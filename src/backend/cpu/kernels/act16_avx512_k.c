@@ -1,6 +1,7 @@
 // AVX-512 16-bit-activation kernels for the super-block formats Q2_K, Q3_K,
-// Q6_K and IQ4_XS against WK_ACT_A16K (Q4_K and Q5_K keep the AVX2 level's:
-// this file's scheme for them measured 10-15% slower, see the end). act16.c
+// Q6_K and IQ4_XS against WK_ACT_A16K (Q4_K and Q5_K: the AVX2 level's decode
+// tile with vpdpwssd, act16_avx512_kd.c; this file's scheme for them
+// measured 10-15% slower, see the end). act16.c
 // calls these only when cpuid reports AVX-512 F, BW, VL and VNNI, and
 // wk_act16_avx512_k_find only when it also reports VBMI (vpermb) and GFNI
 // (gf2p8affineqb); otherwise the AVX2 level's kernels run.
@@ -659,7 +660,9 @@ Z_TYPE(q3_k, WK_Q3_K, 4)
 Z_TYPE(q6_k, WK_Q6_K, 3)
 Z_TYPE(iq4_xs, WK_IQ4_XS, 3)
 
+// (Q4_K and Q5_K first: act16_avx512_kd.c's tile needs VNNI alone.)
 int wk_act16_avx512_k_find(int type, wk_vec_dot_fn *dot, wk_gemm_fn *gemm) {
+  if (wk_act16_avx512_kd_find(type, dot, gemm)) return 1;
   __builtin_cpu_init();
   if (!__builtin_cpu_supports("avx512vbmi") || !__builtin_cpu_supports("gfni")) return 0;
   static const wk_act16_row rows[] = {
