@@ -256,27 +256,8 @@ AT AI void bdeciq4(const int R, const uint8_t *w, size_t ws, int64_t nb, const u
 // Rows of the decode tiles (Q4_K: 4 measured faster than 3, 6 and 8).
 #define B_DM 4
 
-// T_gemm: one to three tokens through the decode tiles as a16_gemm runs them
-// (tile j takes rows j, j + q, ..), four and more through the AVX2 gemm.
-#define B_TYPE(T, TYPE, DEC)                                                                      \
-  AT static void T##_dec(const uint8_t *w, size_t ws, int64_t nb, const uint8_t *xq,       \
-                         size_t xs, float *y, size_t ys, size_t yr) {                      \
-    (void)xs, (void)ys;                                                                    \
-    DEC(TYPE, B_DM, w, ws, nb, xq, y, yr);                                                 \
-  }                                                                                        \
-  AT static void T##_one(const uint8_t *w, size_t ws, int64_t nb, const uint8_t *xq,       \
-                         size_t xs, float *y, size_t ys, size_t yr) {                      \
-    (void)xs, (void)ys;                                                                    \
-    DEC(TYPE, 1, w, ws, nb, xq, y, yr);                                                    \
-  }                                                                                        \
-  static const a16_tiles T##_tiles = {NULL, NULL, T##_dec, T##_one, 1, 4, B_DM, 256};     \
-  static void T##_gemm(const void *w, size_t ws, int64_t k, int rows, const void *xq,     \
-                       size_t xs, int n_tokens, float *y, size_t ys) {                    \
-    if (n_tokens >= T##_tiles.rn &&                                                        \
-        a16_avx2_gemm(TYPE, w, ws, k, rows, xq, xs, n_tokens, y, ys))                      \
-      return;                                                                              \
-    a16_gemm(&T##_tiles, w, ws, k, rows, xq, xs, n_tokens, y, ys);                         \
-  }
+// T_gemm: A16_DEC_TYPE (act16_x86.h) with decode tiles of B_DM rows.
+#define B_TYPE(T, TYPE, DEC) A16_DEC_TYPE(T, TYPE, DEC, B_DM)
 
 // Q6_K's and IQ4_XS's tiles in bdec's form (one type each).
 #define bdec6_of(TYPE, R, w, ws, nb, xq, y, yr) bdec6(R, w, ws, nb, xq, y, yr)

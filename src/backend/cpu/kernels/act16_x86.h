@@ -371,6 +371,32 @@ static inline int a16_avx2_gemm(int type, const void *w, size_t ws, int64_t k, i
   return 1;
 }
 
+// T_gemm for a level that has only one-token tiles DEC(TYPE, R, w, ws, nb,
+// xq, y, yr) of DM rows (and 1): one to three tokens through them as
+// a16_gemm runs its decode tiles (tile j takes rows j, j + q, ..), four and
+// more through the AVX2 level's gemm (whose main tiles take 4 tokens). The
+// level's vec_dot is the AVX2 level's.
+#define A16_DEC_TYPE(T, TYPE, DEC, DM)                                                     \
+  AT static void T##_dec(const uint8_t *w, size_t ws, int64_t nb, const uint8_t *xq,       \
+                         size_t xs, float *y, size_t ys, size_t yr) {                      \
+    (void)xs, (void)ys;                                                                    \
+    DEC(TYPE, DM, w, ws, nb, xq, y, yr);                                                   \
+  }                                                                                        \
+  AT static void T##_one(const uint8_t *w, size_t ws, int64_t nb, const uint8_t *xq,       \
+                         size_t xs, float *y, size_t ys, size_t yr) {                      \
+    (void)xs, (void)ys;                                                                    \
+    DEC(TYPE, 1, w, ws, nb, xq, y, yr);                                                    \
+  }                                                                                        \
+  static const a16_tiles T##_tiles = {NULL, NULL, T##_dec, T##_one, 1, 4, DM, 256};       \
+  static void T##_gemm(const void *w, size_t ws, int64_t k, int rows, const void *xq,     \
+                       size_t xs, int n_tokens, float *y, size_t ys) {                    \
+    if (n_tokens >= T##_tiles.rn &&                                                        \
+        a16_avx2_gemm(TYPE, w, ws, k, rows, xq, xs, n_tokens, y, ys))                      \
+      return;                                                                              \
+    a16_gemm(&T##_tiles, w, ws, k, rows, xq, xs, n_tokens, y, ys);                         \
+  }
+
+
 // The lookup of the super-block file (act16_avx2_k.c), used by the other's.
 int wk_act16_avx2_k_find(int type, wk_vec_dot_fn *dot, wk_gemm_fn *gemm);
 

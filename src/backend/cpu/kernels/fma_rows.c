@@ -102,17 +102,8 @@ void wk_fma_rows_level(int level, const float *w, size_t ws, int64_t k, int nr, 
   level_fn(level)(w, ws, k, nr, x, xs, nt, y, ys);
 }
 
-// The level's function, decided at the first call (cpuid is slow and this
-// runs for every few rows of every matrix): NULL until then. Threads racing
-// on the first call all store the same value.
-static rows_fn g_rows;
-
 void wk_fma_rows(const float *w, size_t ws, int64_t k, int nr, const float *x, size_t xs, int nt,
                  float *y, size_t ys) {
-  rows_fn f = __atomic_load_n(&g_rows, __ATOMIC_RELAXED);
-  if (!f) {
-    f = level_fn(wk_kernel_best_level());
-    __atomic_store_n(&g_rows, f, __ATOMIC_RELAXED);
-  }
-  f(w, ws, k, nr, x, xs, nt, y, ys);
+  // (wk_kernel_best_level runs cpuid once a process)
+  level_fn(wk_kernel_best_level())(w, ws, k, nr, x, xs, nt, y, ys);
 }
