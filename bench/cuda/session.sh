@@ -8,7 +8,8 @@
 #           the trimmed real models in models-trim/; again under each setting in PARITY_AB
 #   ceil    copy bandwidth and cuBLAS bf16 rate
 #   matvec  matrix-vector table, % of the copy bandwidth (bench_cuda matvec; MV_TYPES:
-#           type names joined by commas, default all)
+#           type names joined by commas, default all), again under each setting in MV_AB
+#   (KT_ENV: environment settings the kernel tests of `tests` run under, e.g. WICK_CUDA_ASYNC=1)
 #   sweep   the streamed kernels' block shapes (bench_cuda sweep $SWEEP; SWEEP v6 or v8)
 #   dequant the GEMM path's dequantization to f16 (bench_cuda dequant)
 #   rows    the register kernel by row count at 4096 columns (bench_cuda rows), again
@@ -127,7 +128,7 @@ fi
 
 KT=
 if has tests; then
-  (timeout 400 $B/test_cuda_kernels > "$OUT/kernels.log" 2>&1; echo "rc=$?" >> "$OUT/kernels.log"
+  (env ${KT_ENV:-} timeout 400 $B/test_cuda_kernels > "$OUT/kernels.log" 2>&1; echo "rc=$?" >> "$OUT/kernels.log"
    timeout 60 $B/test_cuda_topk > "$OUT/topk.log" 2>&1; echo "rc=$?" >> "$OUT/topk.log"
    timeout 200 $B/test_cuda_attn_post > "$OUT/attnpost.log" 2>&1; echo "rc=$?" >> "$OUT/attnpost.log") &
   KT=$!
@@ -165,9 +166,13 @@ if has ceil; then
   BW=${BW:-4235}
 fi
 if has matvec; then
-  say "== matrix-vector ($(since))"
-  timeout 150 $B/bench_cuda matvec "$BW" ${MV_TYPES:-} > "$OUT/matvec.log" 2>&1
-  grep -v RESULT "$OUT/matvec.log" | tee -a "$LOG"
+  for ab in base ${MV_AB:-}; do
+    envs=()
+    [ "$ab" != base ] && IFS=, read -r -a envs <<< "$ab"
+    say "== matrix-vector, $ab ($(since))"
+    env "${envs[@]}" timeout 150 $B/bench_cuda matvec "$BW" ${MV_TYPES:-} > "$OUT/matvec.log" 2>&1
+    grep -v RESULT "$OUT/matvec.log" | tee -a "$LOG"
+  done
 fi
 if has dequant; then
   say "== dequantization to f16 ($(since))"

@@ -1,0 +1,364 @@
+// Load patterns of the matrix-vector kernels, loads only (session 23).
+//
+// Question: the quantized products read 58-74% of the copy rate against
+// F16's 92% (session 20), and neither instructions (session 15's tensor-core
+// kernel: 4x fewer, no faster), bytes in flight (v10) nor x work explained
+// it. Session 6 saw a 16-rows-by-64-bytes pattern read 72-77% loads-only
+// where contiguous warp reads take 87%. What does each format's per-lane
+// load pattern cost with no arithmetic, and does a warp that loads its
+// blocks as contiguous 512-byte runs and redistributes them through shared
+// memory get F16's rate back?
+//
+// Patterns (each warp a contiguous share of the buffer, units of U bytes;
+// every loaded word folded into a checksum so no load is dropped):
+//   flat    lane l loads 16 bytes at 16 l of each 512-byte unit (F16's)
+//   wide    Q4_K wide format (mvr_w4.cuh): 8 super-blocks a unit, lane
+//           (sb = l / 4, p = l % 4) the 16-byte header and qs halves
+//           32p + 16e, 32p + 16 - 16e (e = p / 2)
+//   q8reg   Q8_0 register format: 32 blocks of 34 bytes a unit, lane l the 9
+//           aligned words from 34 l & ~3
+//   stage   32 Q4_K super-blocks (4608 bytes) a unit: lane l loads chunks
+//           l + 32 i (i < 9, contiguous 512 bytes a load), stores them in
+//           the warp's shared memory, then reads its own super-block's 9
+//           chunks back (lane stride 144 bytes: conflict-free)
+//   async   the same by cp.async into S stages a warp (no registers wait)
+//
+// Part 2, with the arithmetic: the wide Q4_K format's dot (mvr_w4.cuh) on
+// 16-bit x staged in shared memory (rows of 4096 columns: 2 steps of 8
+// super-blocks), a unit one step of one row, D units ahead, 512 threads:
+//   reg     the engine's way: the lane's 3 pieces loaded into a ring of
+//           D + 1 register sets
+//   acg/aca the same pieces by cp.async (.cg: L2 only; .ca: through L1)
+//           into the lane's own shared-memory slots
+//   aflat   the step's 1152 bytes by cp.async as contiguous 16-byte pieces
+//           (lane l pieces l, l + 32, l + 64), then each lane reads its 3
+//           pieces from the warp's slot after __syncwarp
+//
+//   nvcc -O3 -arch=sm_90 -std=c++17 -Isrc -Iinclude bench/cuda/mvpat.cu -o mvpat && ./mvpat
+#include "backend/cuda/internal.cuh"
+#include "backend/cuda/mvr.cuh"
+
+#include "probe_util.cuh"
+
+static __device__ __forceinline__ uint32_t fold4(uint4 r) { return r.x + r.y * 3 + r.z * 5 + r.w * 7; }
+static __device__ __forceinline__ uint4 ld16(const uint8_t *p) { return __ldg((const uint4 *)p); }
+
+// Warp w's units [u0, u1) of n: an even split.
+struct share {
+  size_t u0, u1;
+  int lane;
+  __device__ share(size_t n) {
+    const int NTW = blockDim.x / 32;
+    const size_t TW = (size_t)gridDim.x * NTW, gw = (size_t)blockIdx.x * NTW + (threadIdx.x >> 5);
+    u0 = gw * n / TW, u1 = (gw + 1) * n / TW, lane = threadIdx.x & 31;
+  }
+};
+
+template <int D>
+__global__ void __launch_bounds__(1024, 1) k_flat(const uint8_t *p, size_t n, uint32_t *out) {
+  share s(n);
+  uint32_t acc = 0;
+  for (size_t u = s.u0; u < s.u1; u += D) {
+    uint4 r[D];
+#pragma unroll
+    for (int k = 0; k < D; k++)
+      if (u + k < s.u1) r[k] = ld16(p + 512 * (u + k) + 16 * s.lane);
+#pragma unroll
+    for (int k = 0; k < D; k++)
+      if (u + k < s.u1) acc ^= fold4(r[k]);
+  }
+  if (acc == 0x12345678u) out[0] = acc;
+}
+
+template <int D>
+__global__ void __launch_bounds__(1024, 1) k_wide(const uint8_t *p, size_t n, uint32_t *out) {
+  share s(n);
+  const int sb = s.lane >> 2, q = s.lane & 3, e = q >> 1;
+  uint32_t acc = 0;
+  for (size_t u = s.u0; u < s.u1; u += D) {
+    uint4 h[D], a[D], b[D];
+#pragma unroll
+    for (int k = 0; k < D; k++)
+      if (u + k < s.u1) {
+        const uint8_t *blk = p + 1152 * (u + k) + 144 * sb;
+        h[k] = ld16(blk), a[k] = ld16(blk + 16 + 32 * q + 16 * e), b[k] = ld16(blk + 32 + 32 * q - 16 * e);
+      }
+#pragma unroll
+    for (int k = 0; k < D; k++)
+      if (u + k < s.u1) acc ^= fold4(h[k]) + fold4(a[k]) * 11 + fold4(b[k]) * 13;
+  }
+  if (acc == 0x12345678u) out[0] = acc;
+}
+
+template <int D>
+__global__ void __launch_bounds__(1024, 1) k_q8reg(const uint8_t *p, size_t n, uint32_t *out) {
+  share s(n);
+  uint32_t acc = 0;
+  for (size_t u = s.u0; u < s.u1; u += D) {
+    uint32_t r[D][9];
+#pragma unroll
+    for (int k = 0; k < D; k++)
+      if (u + k < s.u1) {
+        const uint32_t *w = (const uint32_t *)(((uintptr_t)(p + 1088 * (u + k) + 34 * s.lane)) & ~(uintptr_t)3);
+#pragma unroll
+        for (int i = 0; i < 9; i++) r[k][i] = __ldg(w + i);
+      }
+#pragma unroll
+    for (int k = 0; k < D; k++)
+      if (u + k < s.u1) {
+#pragma unroll
+        for (int i = 0; i < 9; i++) acc ^= r[k][i] * (2 * i + 1);
+      }
+  }
+  if (acc == 0x12345678u) out[0] = acc;
+}
+
+// Registers -> shared memory -> the lane's own super-block. NT threads.
+template <int NT>
+__global__ void __launch_bounds__(NT, 1) k_stage(const uint8_t *p, size_t n, uint32_t *out) {
+  extern __shared__ uint4 sm[];
+  share s(n);
+  uint4 *w = sm + (threadIdx.x >> 5) * 288;
+  uint32_t acc = 0;
+  uint4 r[9];
+  if (s.u0 < s.u1) {
+#pragma unroll
+    for (int i = 0; i < 9; i++) r[i] = ld16(p + 4608 * s.u0 + 16 * (s.lane + 32 * i));
+  }
+  for (size_t u = s.u0; u < s.u1; u++) {
+#pragma unroll
+    for (int i = 0; i < 9; i++) w[s.lane + 32 * i] = r[i];
+    if (u + 1 < s.u1) {  // the next unit's loads before this one's reads
+#pragma unroll
+      for (int i = 0; i < 9; i++) r[i] = ld16(p + 4608 * (u + 1) + 16 * (s.lane + 32 * i));
+    }
+    __syncwarp();
+#pragma unroll
+    for (int i = 0; i < 9; i++) acc ^= fold4(w[9 * s.lane + i]) * (2 * i + 1);
+    __syncwarp();
+  }
+  if (acc == 0x12345678u) out[0] = acc;
+}
+
+static __device__ __forceinline__ void cpa16(void *dst, const void *src) {
+  const uint32_t d = (uint32_t)__cvta_generic_to_shared(dst);
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(d), "l"(src));
+}
+
+// cp.async into S stages of one unit (4608 bytes) a warp. NT threads.
+template <int NT, int S>
+__global__ void __launch_bounds__(NT, 1) k_async(const uint8_t *p, size_t n, uint32_t *out) {
+  extern __shared__ uint4 sm[];
+  share s(n);
+  uint4 *w = sm + (threadIdx.x >> 5) * 288 * S;
+  uint32_t acc = 0;
+#pragma unroll
+  for (int k = 0; k < S - 1; k++) {
+    if (s.u0 + k < s.u1)
+#pragma unroll
+      for (int i = 0; i < 9; i++)
+        cpa16(w + 288 * k + s.lane + 32 * i, p + 4608 * (s.u0 + k) + 16 * (s.lane + 32 * i));
+    asm volatile("cp.async.commit_group;\n" ::);
+  }
+  int st = 0;
+  for (size_t u = s.u0; u < s.u1; u++) {
+    const size_t v = u + S - 1;
+    const int sv = (st + S - 1) % S;
+    if (v < s.u1)
+#pragma unroll
+      for (int i = 0; i < 9; i++)
+        cpa16(w + 288 * sv + s.lane + 32 * i, p + 4608 * v + 16 * (s.lane + 32 * i));
+    asm volatile("cp.async.commit_group;\n" ::);
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(S - 1) : "memory");
+    __syncwarp();
+#pragma unroll
+    for (int i = 0; i < 9; i++) acc ^= fold4(w[288 * st + 9 * s.lane + i]) * (2 * i + 1);
+    __syncwarp();
+    st = (st + 1) % S;
+  }
+  if (acc == 0x12345678u) out[0] = acc;
+}
+
+// GB/s of one launch over `mb` MB windows of the 1 GiB buffer (a graph of 20
+// launches, each at the next window: nothing is read from L2).
+template <class K>
+static void row(const char *name, K kern, int nt, size_t smem, size_t unit, const uint8_t *buf,
+                uint32_t *out, double bw) {
+  if (smem > 48 * 1024) PCK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+  int sms = 0;
+  PCK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  printf("%-22s", name);
+  for (double mb : {9.4, 33.0, 66.0, 235.0}) {
+    const size_t n = (size_t)(mb * 1e6) / unit, win = n * unit;
+    int i = 0;
+    double us = graph_us([&](cudaStream_t st, int pdl) {
+      const uint8_t *q = buf + (win * (size_t)i++) % ((1ull << 30) - win) / 4608 * 4608;
+      launch_pdl(st, pdl, sms, nt, smem, kern, q, n, out);
+    }, 1);
+    printf(" %5.0fMB %7.2fus %3.0f%%", mb, us, 100.0 * win / (us * 1e-6) / 1e9 / bw);
+  }
+  printf("\n");
+}
+
+
+// ---- part 2: loads and the wide Q4_K dot -----------------------------------
+enum { M_REG, M_ACG, M_ACA, M_AFLAT, M_XREG, M_XRED };
+using FQ = mvr_wide4<WK_Q4_K>;
+// The lane's 3 pieces (FQ::load's): header, qs halves 32p + 16e, 32p + 16 - 16e.
+static __device__ __forceinline__ void q4k_addrs(const uint8_t *blk, int p, const uint8_t **a) {
+  const int e = p >> 1;
+  a[0] = blk, a[1] = blk + 16 + 32 * p + 16 * e, a[2] = blk + 32 + 32 * p - 16 * e;
+}
+
+template <int MODE>
+static __device__ __forceinline__ void cpa(uint32_t d, const void *src) {
+  if (MODE == M_ACA)
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 16;\n" ::"r"(d), "l"(src) : "memory");
+  else
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(d), "l"(src) : "memory");
+}
+static __device__ __forceinline__ uint4 lds16(uint32_t a) {
+  uint4 v;
+  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(a) : "memory");
+  return v;
+}
+template <int D>
+static __device__ __forceinline__ void cwait(int ahead) {
+  if (D >= 3 && ahead >= 3) asm volatile("cp.async.wait_group 3;\n" ::: "memory");
+  else if (D >= 2 && ahead >= 2) asm volatile("cp.async.wait_group 2;\n" ::: "memory");
+  else if (ahead >= 1) asm volatile("cp.async.wait_group 1;\n" ::: "memory");
+  else asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+}
+
+// COLS 4096: x of 4096 columns (2 planes + a uint4 a group), then the slots.
+template <int MODE, int D>
+__global__ void __launch_bounds__(512, 1) k_dot(const uint8_t *p, size_t n, uint32_t *out) {
+  extern __shared__ uint4 sm[];
+  constexpr int COLS = 4096, XB = 2 * COLS + COLS / 32 * 16;
+  uint8_t *xq = (uint8_t *)sm;
+  for (int i = threadIdx.x; i < XB / 4; i += blockDim.x) ((uint32_t *)xq)[i] = 0x01020304u * (i & 7);
+  __syncthreads();
+  share s(n);
+  const int sb = s.lane >> 2, q = s.lane & 3, warp = threadIdx.x >> 5;
+  const uint32_t slots = smem_addr(xq + XB);
+  // slot k: MODE reg unused; acg/aca lane region 48 bytes; aflat warp region 1152 bytes
+  auto slot = [&](int k) -> uint32_t {
+    return MODE == M_AFLAT ? slots + (uint32_t)((warp * (D + 1) + k) * 1152)
+                           : slots + (uint32_t)(((warp * (D + 1) + k) * 32 + s.lane) * 48);
+  };
+  FQ::w_t w[D + 1];
+  float acc = 0.0f;
+  mvr_x4 xr;
+  mvr_load_x4(xr, xq, COLS, sb, q, true);
+  size_t nl = s.u0;
+  int ld = 0, cp = 0;
+  auto load = [&](int k) {
+    const uint8_t *blk = p + 1152 * nl + 144 * sb;
+    if (MODE == M_REG || MODE == M_XREG || MODE == M_XRED) {
+      FQ::load(w[k], blk, q);
+    } else if (MODE == M_AFLAT) {
+      const uint8_t *u = p + 1152 * nl;
+#pragma unroll
+      for (int i = 0; i < 3; i++)
+        if (s.lane + 32 * i < 72) cpa<M_ACG>(slot(k) + 16 * (s.lane + 32 * i), u + 16 * (s.lane + 32 * i));
+    } else {
+      const uint8_t *a[3];
+      q4k_addrs(blk, q, a);
+#pragma unroll
+      for (int i = 0; i < 3; i++) cpa<MODE>(slot(k) + 16 * i, a[i]);
+    }
+    if (MODE == M_ACG || MODE == M_ACA || MODE == M_AFLAT)
+      asm volatile("cp.async.commit_group;\n" ::: "memory");
+    nl++, ld++;
+  };
+  auto compute = [&](int k, size_t u) {
+    FQ::w_t r;
+    if (MODE == M_REG || MODE == M_XREG || MODE == M_XRED) {
+      r = w[k];
+    } else {
+      cwait<D>(ld - ++cp);
+      if (MODE == M_AFLAT) {
+        __syncwarp();
+        const uint8_t *a[3];
+        q4k_addrs((const uint8_t *)0 + 144 * sb, q, a);
+        r.h = lds16(slot(k) + (uint32_t)(uintptr_t)a[0]);
+        r.q0 = lds16(slot(k) + (uint32_t)(uintptr_t)a[1]);
+        r.q1 = lds16(slot(k) + (uint32_t)(uintptr_t)a[2]);
+      } else {
+        r.h = lds16(slot(k)), r.q0 = lds16(slot(k) + 16), r.q1 = lds16(slot(k) + 32);
+      }
+    }
+    if (MODE == M_XREG || MODE == M_XRED) {  // x of the lane's fixed columns, in registers
+      float d = FQ::dot(r, xr, q);
+      if (MODE == M_XRED)  // the row's sum over the warp, as a row-streaming warp would need
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) d += __shfl_xor_sync(0xffffffffu, d, o);
+      acc += d;
+    } else {
+      mvr_x4 x;
+      mvr_load_x4(x, xq, COLS, (int)(u & 1) * 8 + sb, q, true);
+      acc += FQ::dot(r, x, q);
+    }
+    if (MODE == M_AFLAT) __syncwarp();  // every lane's reads before the slot is copied again
+  };
+  for (int k = 0; k < D && nl < s.u1; k++) load(k);
+  for (size_t u = s.u0; u < s.u1; u += D + 1) {
+#pragma unroll
+    for (int k = 0; k <= D; k++) {
+      if (u + k >= s.u1) break;
+      if (nl < s.u1) load((k + D) % (D + 1));
+      compute(k, u + k);
+    }
+  }
+  if (acc == 1234.5f) out[0] = __float_as_uint(acc);
+}
+
+template <int MODE, int D>
+static void dot_row(const char *name, const uint8_t *buf, uint32_t *out, double bw) {
+  const size_t smem = 2 * 4096 + 128 * 16 + (MODE == M_REG || MODE >= M_XREG ? 0 : MODE == M_AFLAT ? 16 * (D + 1) * 1152 : 16 * (D + 1) * 32 * 48);
+  char nm[64];
+  snprintf(nm, sizeof nm, "%s D%d", name, D);
+  row(nm, k_dot<MODE, D>, 512, smem, 1152, buf, out, bw);
+}
+
+int main() {
+  const double bw = copy_gbps();
+  printf("copy rate %.0f GB/s (read + write)\n", bw);
+  uint8_t *buf;
+  uint32_t *out;
+  PCK(cudaMalloc(&buf, 1ull << 30)); PCK(cudaMalloc(&out, 64));
+  PCK(cudaMemset(buf, 7, 1ull << 30));
+  for (int rep = 0; rep < (getenv("MVPAT_DOT") ? 0 : 2); rep++) {
+    row("flat D4", k_flat<4>, 1024, 0, 512, buf, out, bw);
+    row("flat D2", k_flat<2>, 1024, 0, 512, buf, out, bw);
+    row("flat D1", k_flat<1>, 1024, 0, 512, buf, out, bw);
+    row("wide D1", k_wide<1>, 1024, 0, 1152, buf, out, bw);
+    row("wide D2", k_wide<2>, 1024, 0, 1152, buf, out, bw);
+    row("wide D3", k_wide<3>, 1024, 0, 1152, buf, out, bw);
+    row("q8reg D1", k_q8reg<1>, 1024, 0, 1088, buf, out, bw);
+    row("q8reg D2", k_q8reg<2>, 1024, 0, 1088, buf, out, bw);
+    row("stage 1024", k_stage<1024>, 1024, 32 * 4608, 4608, buf, out, bw);
+    row("stage 512", k_stage<512>, 512, 16 * 4608, 4608, buf, out, bw);
+    row("async 512 S2", k_async<512, 2>, 512, 16 * 4608 * 2, 4608, buf, out, bw);
+    row("async 512 S3", k_async<512, 3>, 512, 16 * 4608 * 3, 4608, buf, out, bw);
+    row("async 256 S4", k_async<256, 4>, 256, 8 * 4608 * 4, 4608, buf, out, bw);
+    row("async 256 S6", k_async<256, 6>, 256, 8 * 4608 * 6, 4608, buf, out, bw);
+  }
+  uint32_t *fo = out;
+  for (int rep = 0; rep < 2; rep++) {
+    dot_row<M_XREG, 1>("dot xreg", buf, fo, bw);
+    dot_row<M_XREG, 2>("dot xreg", buf, fo, bw);
+    dot_row<M_XREG, 3>("dot xreg", buf, fo, bw);
+    dot_row<M_XRED, 2>("dot xred", buf, fo, bw);
+    dot_row<M_XRED, 3>("dot xred", buf, fo, bw);
+    dot_row<M_REG, 1>("dot reg", buf, fo, bw);
+    dot_row<M_REG, 2>("dot reg", buf, fo, bw);
+    dot_row<M_ACG, 3>("dot acg", buf, fo, bw);
+    dot_row<M_ACA, 3>("dot aca", buf, fo, bw);
+    dot_row<M_ACA, 5>("dot aca", buf, fo, bw);
+    dot_row<M_AFLAT, 3>("dot aflat", buf, fo, bw);
+    dot_row<M_AFLAT, 5>("dot aflat", buf, fo, bw);
+  }
+  return 0;
+}
