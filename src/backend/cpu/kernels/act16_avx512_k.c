@@ -8,7 +8,7 @@
 //
 // One token (the decode path), four tiles:
 //
-// Q6_K (zdec): a super-block's 8 chunks of 32 values go as 4 pairs,
+// Q6_K (zq6dec): a super-block's 8 chunks of 32 values go as 4 pairs,
 // chunks 2 m and 2 m + 1 in one 512-bit vector (bytes 0-31, 32-63), against
 // the activations' 64 lo and 64 hi bytes of the pair (contiguous in the row:
 // one load each, shared by the tile's rows): pmaddubsw (codes x lo / hi) then
@@ -21,7 +21,7 @@
 //   acc += float(lo + 128 hi) * (d_w * d_a)       (per half super-block)
 //   acc -= m * s_a per 16 values
 // summed across lanes at the end by a16_hsum, so the results are the AVX2
-// level's bit for bit.
+// level's bit for bit (see the Q6_K section).
 //
 // Q2_K (zq2dec): pshufb tables of code x scale, vpdpbusd, pairs of chunks p
 // and p + 4, and one 16-lane f32 accumulator a row: the AVX2 level's kmins2
@@ -32,7 +32,8 @@
 //
 // Q2_K and Q3_K's tiles take the activations of each super-block as their
 // pairs, made once for the whole product (zprep; Q3_K: with its offset's
-// byte sums), not once per tile.
+// byte sums), not once per tile; Q3_K's vpdpbusd read them from there as
+// their memory operand (see the Q3_K section).
 //
 // IQ4_XS (yiq4dec): 256-bit vectors, a chunk at a time, the AVX2 decode
 // tile's integers and f32 steps (see the IQ4_XS section).
@@ -70,20 +71,6 @@ AT AI __m512i zscales16(__m512i s, int m) {
   return _mm512_permutexvar_epi16(Z_WORDS(4 * m, 4 * m + 1, 4 * m + 2, 4 * m + 3), s);
 }
 
-// ---- Q6_K: the codes of pair m (chunks 2 m, 2 m + 1), unsigned bytes ----------
-
-// Nibble t of ql[64 n + l] (64 bytes: both chunks) | 2 bits at 4 t (chunk
-// 2 m), 4 t + 2 (2 m + 1) of qh[32 n + l] << 4 (n = m / 2, t = m % 2).
-AT AI __m512i zcodes(const uint8_t *b, int m) {
-  const int n = m >> 1, t = m & 1;
-  __m512i l = zload(b + 64 * n);
-  if (t) l = _mm512_srli_epi16(l, 4);
-  __m512i h = zbcast32(b + 128 + 32 * n);
-  h = t ? _mm512_srlv_epi16(h, Z_WORDS(0, 0, 2, 2)) : _mm512_sllv_epi16(h, Z_WORDS(4, 4, 2, 2));
-  h = _mm512_and_si512(h, _mm512_set1_epi8(0x30));
-  return _mm512_ternarylogic_epi32(l, h, _mm512_set1_epi8(15), 0xec);  // (l & 15) | h
-}
-
 // lanes of a pair's int32 sums -> the 8 lanes of one chunk (halves added).
 AT AI __m256i zfold(__m512i v) {
   return _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
@@ -94,103 +81,104 @@ AT AI __m256i zcombine(__m512i lo, __m512i hi) {
   return zfold(_mm512_add_epi32(lo, _mm512_slli_epi32(hi, 7)));
 }
 
-// A super-block's activations for the tile's rows: per pair the 64 lo and 64
-// hi bytes.
-typedef struct zact {
-  __m512i xl[4], xh[4];
-  const wk_act16k *a;
-} zact;
-
-// One row's super-block in the decode tile: what its pairs need, and their
-// int32 sums (the tile runs every row's pair m before pair m + 1, so that
-// independent work sits side by side in the instruction stream: one row's
-// chain of dependent operations alone left the core waiting).
-typedef struct zrowst {
-  __m128i sc;     // the 16 scales (int8)
-  __m512i s;      // the scales as words
-  __m512i lo, hi, half;
-} zrowst;
-
-AT AI void zstart(const int type, const uint8_t *b, zrowst *st) {
-  (void)type;
-  st->lo = st->hi = st->half = _mm512_setzero_si512();
-  st->sc = a16_load128(b + 192);
-  st->s = _mm512_castsi256_si512(_mm256_cvtepi8_epi16(st->sc));
+// ---- Q6_K ---------------------------------------------------------------------
+//
+// Pair m = 2 n + t (n: half super-block, t = 0, 1) is chunks 2 m and 2 m + 1
+// (bytes 0-31, 32-63 of a vector): nibble t of the 64 ql bytes at 64 n (low
+// nibbles: chunks 4 n, 4 n + 1; high: 4 n + 2, 4 n + 3) with 2 bits of the 32
+// qh bytes at 128 + 32 n on top (chunk 4 n + q's: bits 2 q, 2 q + 1). One
+// gf2p8affineqb of qh (broadcast to both halves; each 64-bit lane its own
+// bit matrix) moves a pair's two bits to bits 4-5 and clears the rest, and
+// one vpternlog puts the nibble under them (before: two variable shifts and
+// an and a pair). A half super-block's hi products go first, then x 128,
+// then its lo products onto the same lanes (zq6_half), so that no lo + 128 hi
+// combine is left; the f32 steps run in the super-block they belong to, from
+// 4 rows' d in one vector. Per row and super-block ~46 operations (512-bit
+// ones counted 1, 256-bit 1/2) against ~55, none spilled (the former tile
+// kept the delayed f32 terms on the stack).
+// Measured only on an AVX-512 Xeon (Sapphire Rapids class, the device host;
+// no Zen 4 was at hand): bench_levels, one-token products of rows in L2,
+// AVX-512 / AVX2 time ratio at 4096x512 / 2048x640 / 1024x2048 / 1536x576,
+// medians of 3 rounds: 1.15 / 1.12 / 1.16 / 1.16 -> 1.33 / 1.32 / 1.38 /
+// 1.34 (17.5 -> 20-21 GB/s); 3 rows a tile 1.28-1.34, 4 rows 1.32-1.38.
+#define ZQ6_GM(q) ((long long)(ZGF(4, 2 * (q)) | ZGF(5, 2 * (q) + 1)))
+AT AI __m512i zq6_codes(__m512i l, __m512i h, const int t) {
+  const long long a = ZQ6_GM(2 * t), b = ZQ6_GM(2 * t + 1);
+  h = _mm512_gf2p8affine_epi64_epi8(h, _mm512_set_epi64(b, b, b, b, a, a, a, a), 0);
+  if (t) l = _mm512_srli_epi16(l, 4);
+  return _mm512_ternarylogic_epi32(l, h, _mm512_set1_epi8(15), 0xec);  // (l & 15) | h
 }
 
-AT AI void zpair(const int type, const uint8_t *b, int m, const zact *x, zrowst *st) {
-  const __m512i c = zcodes(b, m);
-  const __m512i sm = zscales16(st->s, m);
-  st->lo = _mm512_dpwssd_epi32(st->lo, _mm512_maddubs_epi16(c, x->xl[m]), sm);
-  st->hi = _mm512_dpwssd_epi32(st->hi, _mm512_maddubs_epi16(c, x->xh[m]), sm);
-  if (type == WK_Q6_K && m == 1) {  // exact per half super-block
-    st->half = _mm512_add_epi32(st->lo, _mm512_slli_epi32(st->hi, 7));
-    st->lo = st->hi = _mm512_setzero_si512();
-  }
-  Z_KEEP(st->lo);
-  Z_KEEP(st->hi);
+// Half n (chunks 4 n .. 4 n + 3: pairs 2 n, 2 n + 1) of the row at br
+// against the super-block's activation bytes q (lo; hi at q + 256), s: the
+// row's 16 scales as words. Per int32 lane, sc x code x (lo + 128 hi) over
+// 4 values of chunks 4 n and 4 n + 2 (lanes 0-7) or 4 n + 1 and 4 n + 3
+// (8-15): pmaddubsw, then vpdpwssd by the scales; the hi products first,
+// times 128, then the lo ones added onto them (no second accumulator to
+// combine). Exact: a pmaddubsw word is at most 2 x 63 x 127, and the lane
+// below 2^31 (the AVX2 level's bound for the folded lane).
+AT AI __m512i zq6_half(const uint8_t *br, const uint8_t *q, __m512i s, const int n) {
+  const __m512i l = zload(br + 64 * n), h = zbcast32(br + 128 + 32 * n);
+  const __m512i c0 = zq6_codes(l, h, 0), c1 = zq6_codes(l, h, 1);
+  const __m512i s0 = zscales16(s, 2 * n), s1 = zscales16(s, 2 * n + 1);
+  const uint8_t *x = q + 128 * n;
+  __m512i v = _mm512_madd_epi16(_mm512_maddubs_epi16(c0, zload(x + 256)), s0);
+  v = _mm512_dpwssd_epi32(v, _mm512_maddubs_epi16(c1, zload(x + 320)), s1);
+  v = _mm512_slli_epi32(v, 7);
+  v = _mm512_dpwssd_epi32(v, _mm512_maddubs_epi16(c0, zload(x)), s0);
+  return _mm512_dpwssd_epi32(v, _mm512_maddubs_epi16(c1, zload(x + 64)), s1);
 }
 
-// A row's f32 terms of one super-block, made from its integers and scales;
-// zapply adds them to the row's accumulator one super-block later (so that
-// the chain of dependent f32 operations, 12 cycles a super-block, waits on
-// nothing of the current one).
-typedef struct zterms {
-  __m256i sum, half;  // lanes lo + 128 hi (Q6_K: second half; half: first)
-  __m256 dd;          // d_w * d_a
-  __m256 m0, m1;      // the groups' m (groups 0-7, 8-15): d * offset * scale
-  const float *s;     // the activations' 16 group sums (d_a * sum v)
-} zterms;
-
-AT AI void zterms_make(const int type, const uint8_t *b, const zact *x, const zrowst *st,
-                       zterms *t) {
-  const float da = x->a->d;
-  t->sum = zcombine(st->lo, st->hi);
-  t->s = x->a->s;
-  const float d = a16_f16(b + 208);
-  t->dd = _mm256_set1_ps(d * da);
-  // per group: d * offset * scale (the scales zstart decoded)
-  const __m512 mins = _mm512_mul_ps(_mm512_set1_ps(d * 32.0f),
-                                    _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(st->sc)));
-  t->m0 = _mm512_castps512_ps256(mins);
-  t->m1 = zhigh(mins);
-  if (type == WK_Q6_K) t->half = zfold(st->half);
-}
-
-// The AVX2 decode tiles' f32 operations, in their order.
-AT AI void zapply(const int type, const zterms *t, __m256 *acc) {
-  if (type == WK_Q6_K) *acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(t->half), t->dd, *acc);
-  *acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(t->sum), t->dd, *acc);
-  *acc = _mm256_fnmadd_ps(t->m0, _mm256_loadu_ps(t->s), *acc);
-  *acc = _mm256_fnmadd_ps(t->m1, _mm256_loadu_ps(t->s + 8), *acc);
-}
-
-// Q6_K: R rows (w, w + ws, ...) x one token; y[r * yr].
-AT AI void zdec(const int type, const int R, const uint8_t *w, size_t ws, int64_t nb,
-                const uint8_t *xq, float *y, size_t yr) {
-  const int bytes = a16_k_bytes(type);
+// Q6_K: R rows (w, w + ws, ...) x one token; y[r * yr]. Per super-block
+// and row the two halves' folded lanes (the AVX2 kernels' 8 lanes), then
+// the AVX2 decode tiles' f32 steps in their order:
+//   acc += float(half) * (d_w * d_a); acc += float(rest) * (d_w * d_a)
+//   acc -= m * s_a per 16 values (m = 32 d_w sc: the codes' offset)
+// so every output is the AVX2 level's bit for bit.
+AT AI void zq6dec(const int R, const uint8_t *w, size_t ws, int64_t nb, const uint8_t *xq,
+                  float *y, size_t yr) {
   const wk_act16k *act = (const wk_act16k *)xq;
   __m256 acc[A16_MAXR];
-  zterms t[A16_MAXR];  // the previous super-block's, not yet added
   A16_UNROLL for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; b++) {
-    const uint8_t *blk = w + (size_t)b * (size_t)bytes;
-    a16_ahead(R, blk, ws, b, (size_t)bytes, A16_K_AHEAD);
-    zact x;
-    x.a = &act[b];
+    const uint8_t *blk = w + (size_t)b * 210;
+    a16_ahead(R, blk, ws, b, 210, A16_K_AHEAD);
     const uint8_t *q = xq + wk_act16_bytes(WK_ACT_A16K, nb, b);
-    A16_UNROLL for (int m = 0; m < 4; m++) {
-      x.xl[m] = zload(q + 64 * m);
-      x.xh[m] = zload(q + 256 + 64 * m);
+    // d_w d_a and 32 d_w of rows r .. r + 3 (f32 bits): the d of 4 rows in
+    // one vector (16-bit broadcasts from memory, blended)
+    int32_t dd[A16_MAXR / 4][2][4];
+    A16_UNROLL for (int r = 0; r < R; r += 4) {
+      __m128i h = _mm_set1_epi16((short)a16_u16(blk + (size_t)r * ws + 208));
+      A16_UNROLL for (int i = 1; i < 4; i++) if (r + i < R) h = _mm_blend_epi16(
+          h, _mm_set1_epi16((short)a16_u16(blk + (size_t)(r + i) * ws + 208)), 1 << i);
+      const __m128 d = _mm_cvtph_ps(h);
+      const __m128 da = _mm_set1_ps(act[b].d), d32 = _mm_set1_ps(32.0f);
+      _mm_storeu_si128((__m128i *)dd[r / 4][0], _mm_castps_si128(_mm_mul_ps(d, da)));
+      _mm_storeu_si128((__m128i *)dd[r / 4][1], _mm_castps_si128(_mm_mul_ps(d, d32)));
     }
-    zrowst st[A16_MAXR];
-    A16_UNROLL for (int r = 0; r < R; r++) zstart(type, blk + (size_t)r * ws, &st[r]);
-    A16_UNROLL for (int m = 0; m < 4; m++) A16_UNROLL for (int r = 0; r < R; r++)
-        zpair(type, blk + (size_t)r * ws, m, &x, &st[r]);
-    if (b > 0) A16_UNROLL for (int r = 0; r < R; r++) zapply(type, &t[r], &acc[r]);
-    A16_UNROLL for (int r = 0; r < R; r++) zterms_make(type, blk + (size_t)r * ws, &x, &st[r], &t[r]);
+    __m512i s[A16_MAXR];
+    __m256i half[A16_MAXR], rest[A16_MAXR];
+    A16_UNROLL for (int r = 0; r < R; r++) s[r] = _mm512_cvtepi8_epi16(
+        _mm256_castsi128_si256(a16_load128(blk + (size_t)r * ws + 192)));
+    A16_UNROLL for (int r = 0; r < R; r++) half[r] =
+        zfold(zq6_half(blk + (size_t)r * ws, q, s[r], 0));
+    A16_UNROLL for (int r = 0; r < R; r++) rest[r] =
+        zfold(zq6_half(blk + (size_t)r * ws, q, s[r], 1));
+    A16_UNROLL for (int r = 0; r < R; r++) {
+      const uint8_t *sc = blk + (size_t)r * ws + 192;
+      const __m256 dd_r = _mm512_castps512_ps256(zbcast_f32(&dd[r / 4][0][r % 4]));
+      const __m256 d32 = _mm512_castps512_ps256(zbcast_f32(&dd[r / 4][1][r % 4]));
+      // m: (32 d_w) x sc, exact as the AVX2 level's
+      const __m128i s0 = _mm_loadl_epi64((const __m128i *)sc);
+      const __m128i s1 = _mm_loadl_epi64((const __m128i *)(sc + 8));
+      const __m256 m0 = _mm256_mul_ps(d32, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(s0)));
+      const __m256 m1 = _mm256_mul_ps(d32, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(s1)));
+      acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(half[r]), dd_r, acc[r]);
+      acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(rest[r]), dd_r, acc[r]);
+      acc[r] = _mm256_fnmadd_ps(m0, _mm256_loadu_ps(act[b].s), acc[r]);
+      acc[r] = _mm256_fnmadd_ps(m1, _mm256_loadu_ps(act[b].s + 8), acc[r]);
+    }
   }
-  if (nb > 0) A16_UNROLL for (int r = 0; r < R; r++) zapply(type, &t[r], &acc[r]);
   A16_UNROLL for (int r = 0; r < R; r++) y[(size_t)r * yr] = a16_hsum(acc[r]);
 }
 
@@ -276,33 +264,42 @@ AT AI void zpairs(const uint8_t *q, const int starts, __m512i *xl, __m512i *xh, 
 // super-block ZP_INTS int32, the pairs' xl (4 x 64 bytes), xh, then l0 and
 // h0 (with starts).
 #define ZP_INTS 160
-AT static void zprep(const uint8_t *xq, int64_t nb, const int starts, int32_t *c) {
-  for (int64_t b = 0; b < nb; b++, c += ZP_INTS) {
-    __m512i xl[4], xh[4], l0, h0;
-    zpairs(xq + wk_act16_bytes(WK_ACT_A16K, nb, b), starts, xl, xh, &l0, &h0);
-    A16_UNROLL for (int p = 0; p < 4; p++) {
-      _mm512_storeu_si512(c + 16 * p, xl[p]);
-      _mm512_storeu_si512(c + 64 + 16 * p, xh[p]);
-    }
-    _mm512_storeu_si512(c + 128, l0);
-    _mm512_storeu_si512(c + 144, h0);
+AT AI void zprep_at(const uint8_t *xq, int64_t nb, int64_t b, const int starts, int32_t *c) {
+  __m512i xl[4], xh[4], l0, h0;
+  zpairs(xq + wk_act16_bytes(WK_ACT_A16K, nb, b), starts, xl, xh, &l0, &h0);
+  A16_UNROLL for (int p = 0; p < 4; p++) {
+    _mm512_storeu_si512(c + 16 * p, xl[p]);
+    _mm512_storeu_si512(c + 64 + 16 * p, xh[p]);
   }
+  _mm512_storeu_si512(c + 128, l0);
+  _mm512_storeu_si512(c + 144, h0);
 }
 
-// Super-block b's pairs: from the product's zprep (cb = c + ZP_INTS b), or
-// made here (c NULL).
-AT AI void zpairs_at(const uint8_t *xq, int64_t nb, int64_t b, const int32_t *c, const int starts,
-                     __m512i *xl, __m512i *xh, __m512i *l0, __m512i *h0) {
-  if (!c) {
-    zpairs(xq + wk_act16_bytes(WK_ACT_A16K, nb, b), starts, xl, xh, l0, h0);
-    return;
-  }
-  const int32_t *cb = c + ZP_INTS * b;
-  A16_UNROLL for (int p = 0; p < 4; p++) {
-    xl[p] = zload(cb + 16 * p);
-    xh[p] = zload(cb + 64 + 16 * p);
-  }
-  if (starts) *l0 = zload(cb + 128), *h0 = zload(cb + 144);
+AT static void zprep(const uint8_t *xq, int64_t nb, const int starts, int32_t *c) {
+  for (int64_t b = 0; b < nb; b++, c += ZP_INTS) zprep_at(xq, nb, b, starts, c);
+}
+
+// vpdpbusd with the activations' operand read from memory (64 bytes at p):
+// Q3_K's tile of 4 rows holds 6 vectors a row (two tables, the hmask, G, lo
+// and hi), which with the 8 pair vectors and 2 starts in registers made GCC
+// 12 spill 10 vectors a super-block (and reload them); 1 now. From memory (the
+// product's zprep, in L1): AVX-512 / AVX2 time ratio at 4096x512 / 2048x640
+// / 1024x2048 / 1536x576 on the Xeon above 2.13 / 2.06 / 2.02 / 2.06 ->
+// 2.15 / 2.13 / 2.13 / 2.13 (medians of 3 rounds; a first set of rounds
+// 2.06 / 2.08 / 2.08 -> 2.12 / 2.15 / 2.08). Q2_K's tile, which spilled only
+// its f32 accumulators, measured 2-6% slower so (its loads stay in registers).
+AT AI __m512i zdp_m(__m512i acc, __m512i u, const int32_t *p) {
+  __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(u), "m"(*(const __m512i *)p));
+  return acc;
+}
+
+// Super-block b's pairs in memory: the product's zprep (c + ZP_INTS b), or
+// made into one (c NULL).
+AT AI const int32_t *zprep_cb(const uint8_t *xq, int64_t nb, int64_t b, const int32_t *c,
+                              const int starts, int32_t *one) {
+  if (c) return c + ZP_INTS * b;
+  zprep_at(xq, nb, b, starts, one);
+  return one;
 }
 
 // One row's f32 steps of a super-block (the AVX2 level's kmins2 order): sum,
@@ -338,8 +335,8 @@ AT AI void zq2dec_loop(const int R, const uint8_t *w, size_t ws, int64_t nb, con
   for (int64_t b = 0; b < nb; b++) {
     const uint8_t *blk = w + (size_t)b * 84;
     a16_ahead(R, blk, ws, b, 84, A16_K_AHEAD);
-    __m512i xl[4], xh[4], l0, h0;  // pair p: chunks p and p + 4
-    zpairs_at(xq, nb, b, c, 0, xl, xh, &l0, &h0);
+    int32_t one[ZP_INTS] __attribute__((aligned(64)));
+    const int32_t *cb = zprep_cb(xq, nb, b, c, 0, one);  // pair p: chunks p and p + 4
     // d_w * d_a at 2 r, dmin / 16 at 2 r + 1 (f32 bits), from the dwords
     // (d, dmin) of 4 rows at a time
     int32_t *dmb = dm[b & 1];
@@ -366,8 +363,8 @@ AT AI void zq2dec_loop(const int R, const uint8_t *w, size_t ws, int64_t nb, con
       __m512i c = zload(blk + (size_t)r * ws + 16);
       if (p >= 2) c = _mm512_srli_epi16(c, 4);
       c = _mm512_shuffle_epi8(p < 2 ? t01[r] : t23[r], _mm512_and_si512(c, p & 1 ? mc : m3));
-      lo[r] = _mm512_dpbusd_epi32(lo[r], c, xl[p]);
-      hi[r] = _mm512_dpbusd_epi32(hi[r], c, xh[p]);
+      lo[r] = _mm512_dpbusd_epi32(lo[r], c, zload(cb + 16 * p));
+      hi[r] = _mm512_dpbusd_epi32(hi[r], c, zload(cb + 64 + 16 * p));
       Z_KEEP(lo[r]);
       Z_KEEP(hi[r]);
     }
@@ -458,8 +455,8 @@ AT AI void zq3dec_loop(const int R, const uint8_t *w, size_t ws, int64_t nb, con
   for (int64_t b = 0; b < nb; b++) {
     const uint8_t *blk = w + (size_t)b * 110;
     a16_ahead(R, blk, ws, b, 110, A16_K_AHEAD);
-    __m512i xl[4], xh[4], l0, h0;  // pair p: chunks p and p + 4
-    zpairs_at(xq, nb, b, c, 1, xl, xh, &l0, &h0);
+    int32_t one[ZP_INTS] __attribute__((aligned(64)));
+    const int32_t *cb = zprep_cb(xq, nb, b, c, 1, one);  // pair p: chunks p and p + 4
     int32_t *dd = ddb[b & 1];
     zq3row st[A16_MAXR];
     A16_UNROLL for (int r = 0; r < R; r += 4) {
@@ -469,8 +466,8 @@ AT AI void zq3dec_loop(const int R, const uint8_t *w, size_t ws, int64_t nb, con
         st[r + i].ta = zq3_table(s4, i, 0);
         st[r + i].tb = zq3_table(s4, i, 1);
         st[r + i].h = zbcast32(blk + (size_t)(r + i) * ws);
-        st[r + i].lo = l0;
-        st[r + i].hi = h0;
+        st[r + i].lo = zload(cb + 128);
+        st[r + i].hi = zload(cb + 144);
       }
     }
     if (b > 0)
@@ -481,8 +478,8 @@ AT AI void zq3dec_loop(const int R, const uint8_t *w, size_t ws, int64_t nb, con
       if (p == 2) st[r].g = zq3_g(st[r].h, 1);
       const __m512i u =
           _mm512_shuffle_epi8(p & 1 ? st[r].tb : st[r].ta, zq3_index(br + 32, st[r].g, p));
-      st[r].lo = _mm512_dpbusd_epi32(st[r].lo, u, xl[p]);
-      st[r].hi = _mm512_dpbusd_epi32(st[r].hi, u, xh[p]);
+      st[r].lo = zdp_m(st[r].lo, u, cb + 16 * p);
+      st[r].hi = zdp_m(st[r].hi, u, cb + 64 + 16 * p);
       Z_KEEP(st[r].lo);
       Z_KEEP(st[r].hi);
     }
@@ -597,7 +594,7 @@ AT AI void ztile(const int type, const int R, const uint8_t *w, size_t ws, int64
   } else if (type == WK_IQ4_XS) {
     yiq4dec(R, w, ws, nb, xq, y, yr);
   } else {
-    zdec(type, R, w, ws, nb, xq, y, yr);
+    zq6dec(R, w, ws, nb, xq, y, yr);
   }
 }
 
@@ -657,7 +654,7 @@ AT static void zgemm1(const int type, zdec_fn dec, zdec_fn one, int dm, const ui
 
 Z_TYPE(q2_k, WK_Q2_K, 4)
 Z_TYPE(q3_k, WK_Q3_K, 4)
-Z_TYPE(q6_k, WK_Q6_K, 3)
+Z_TYPE(q6_k, WK_Q6_K, 4)
 Z_TYPE(iq4_xs, WK_IQ4_XS, 3)
 
 // (Q4_K and Q5_K first: act16_avx512_kd.c's tile needs VNNI alone.)

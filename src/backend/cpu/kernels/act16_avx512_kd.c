@@ -9,7 +9,13 @@
 // On this Zen 4 (bench_levels: the AVX2 tile and this one call by call, best
 // of 400, 4096x512, 2048x640, 1024x2048, 6 rounds): Q4_K 1.07-1.31x (mostly
 // 1.11-1.17), Q5_K 1.06-1.16x the AVX2 tile. IQ4_XS through this tile ran
-// 0.98-1.02x, so it keeps act16_avx512_k.c's yiq4dec (1.17-1.22x).
+// 0.98-1.02x, so on AMD it keeps act16_avx512_k.c's yiq4dec (1.17-1.22x);
+// on Intel it takes this one (below).
+//
+// CPUs with VBMI2 and GFNI take act16_avx512_kw.c's Q4_K / Q5_K tiles
+// instead (vpdpbusd sums packed two to a dword: 3 multiplies per 64 codes
+// where this tile takes 4; on the device host's Xeon 1.29-1.37x the AVX2
+// tile against this one's 1.16-1.22x); this one is for VNNI without them.
 //
 // Several tokens: A16_DEC_TYPE (four or more through the AVX2 level's gemm,
 // one to three through this decode tile once per token, as the AVX2 gemm
@@ -18,13 +24,29 @@
   __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
 #define A16_KD_VNNI 1
 #include "backend/cpu/kernels/act16_avx2_k.c"
+#include "backend/cpu/kernels/act16_avx512_kw.h"
 
 // Decode tiles of 4 rows, the AVX2 level's.
 A16_DEC_TYPE(q4_k, WK_Q4_K, kdec, 4)
 A16_DEC_TYPE(q5_k, WK_Q5_K, kdec, 4)
+A16_DEC_TYPE(iq4_xs, WK_IQ4_XS, kdec, 4)
+
+// IQ4_XS takes this tile on Intel CPUs only: on the device host's Xeon
+// (Sapphire Rapids class) act16_avx512_k.c's yiq4dec runs 0.77x the AVX2
+// tile and this one 1.16-1.20x, on Zen 4 yiq4dec 1.17-1.22x and this one
+// 0.98-1.02x (bench_levels iq4_xs, rows in L2; bench/RESULTS.md, sessions 22
+// and 23).
+AT static int iq4xs_here(void) {
+  __builtin_cpu_init();
+  return __builtin_cpu_is("intel");
+}
 
 int wk_act16_avx512_kd_find(int type, wk_vec_dot_fn *dot, wk_gemm_fn *gemm) {
-  const wk_gemm_fn g = type == WK_Q4_K ? q4_k_gemm : type == WK_Q5_K ? q5_k_gemm : NULL;
+  if (wk_act16_avx512_kw_find(type, dot, gemm)) return 1;
+  const wk_gemm_fn g = type == WK_Q4_K                  ? q4_k_gemm
+                       : type == WK_Q5_K                ? q5_k_gemm
+                       : type == WK_IQ4_XS && iq4xs_here() ? iq4_xs_gemm
+                                                        : NULL;
   if (!g || !wk_act16_avx2_find(type, dot, gemm)) return 0;
   *gemm = g;  // *dot: the AVX2 level's
   return 1;
