@@ -13,8 +13,10 @@
 // tokens: the codes times the scales as int16 once per row, then pmaddwd
 // with each token's v (laid out so that a lane sums the same 4 values), the
 // same integers. One token of Q4_K, Q5_K, IQ4_XS: kdec (below), the same
-// integers again with cheaper scale handling; of Q2_K, Q3_K: kdec16, a row's
-// chunks in turn; the one-token tiles prefetch their rows' super-blocks
+// integers again with cheaper scale handling; of Q3_K: kdec16, a row's
+// chunks in turn; of Q2_K: kq2dec, the same with cheaper scale and minimum
+// handling and the rows' f32 steps after all their integers; the one-token
+// tiles prefetch their rows' super-blocks
 // A16_K_AHEAD bytes ahead (a16_ahead). Per super-block:
 //   acc += float(lanes) * (d_w * d_a)
 //   acc -= m * s_a per 16 values     (not Q3_K, IQ4_XS; m: dmin * min, or d * offset * scale;
@@ -376,99 +378,176 @@ AT AI void kdec(const int type, const int R, const uint8_t *w, size_t ws, int64_
   A16_UNROLL for (int r = 0; r < R; r++) y[(size_t)r * yr] = a16_hsum(acc[r]);
 }
 
-// ---- the decode tile of Q2_K and Q3_K: R rows x one token -------------------
+// ---- the decode tile of Q3_K: R rows x one token ------------------------------
 //
-// Per super-block the d (and Q2_K's dmin) of 4 rows convert in one vector
-// from one dword a row, and each row's 8 chunks run in turn (its chunks'
-// code decoding overlaps, where ktile's loop interleaved the rows chunk by
-// chunk): L2-resident rows, one thread, 3 rows: Q2_K 7.8-8.6 -> 8.6-9.2,
-// Q3_K 7.9-8.6 -> 8.6-9.0 GB/s. The integers and the f32 operations are
-// ktile's. Q6_K keeps ktile's loop: this one measured as fast, and it with
-// the per-row terms made one super-block ahead, or with each chunk's two
-// scales broadcast from memory and blended, 3-7% slower. What bounds these
-// three: per chunk and row the 4 multiplies and 2 adds of every format, a
-// scale pick (16-value scales), and the code decoding (Q6_K: 4.25
-// operations, Q3_K: 4.6).
+// Per super-block the d of 4 rows convert in one vector from one dword a row,
+// and each row's 8 chunks run in turn (its chunks' code decoding overlaps,
+// where ktile's loop interleaved the rows chunk by chunk): L2-resident rows,
+// one thread, 3 rows: Q3_K 7.9-8.6 -> 8.6-9.0 GB/s (Q2_K, which took this
+// tile too, 7.8-8.6 -> 8.6-9.2; it has its own now, kq2dec). The integers
+// and the f32 operations are ktile's. Q6_K keeps ktile's loop: this one
+// measured as fast, and it with the per-row terms made one super-block
+// ahead, or with each chunk's two scales broadcast from memory and blended,
+// 3-7% slower. What bounds these: per chunk and row the 4 multiplies and 2
+// adds of every format, a scale pick (16-value scales), and the code
+// decoding (Q6_K: 4.25 operations, Q3_K: 4.6).
 
-// The dword holding a block's d (Q3_K: high word; Q2_K: d low, dmin high).
-AT AI int k16_dword(const int type) { return type == WK_Q2_K ? 80 : 106; }
-
-// The 16 scale bytes of a block (Q2_K: with the mins in the high nibbles).
-AT AI __m128i k16_scale_bytes(const int type, const uint8_t *b) {
-  return type == WK_Q2_K ? a16_load128(b) : a16_scales_q3(b + 96);
-}
-
-// Row r's d_w * d_a at dd[r], its per-group term's factor (Q2_K: dmin;
-// Q3_K: unused), from the dwords at k16_dword of 4 rows
+// Row r's d_w * d_a at dd[r] from the high f16 of the dword at 106 of 4 rows
 // at a time (the same f32 values as kprep_block and ktile's d_w * d_a).
-AT AI void k16_dprep(const int type, const int R, const uint8_t *blk, size_t ws, float da,
-                     float *dd, float *mf) {
-  const int off = k16_dword(type);
+AT AI void k16_dprep(const int R, const uint8_t *blk, size_t ws, float da, float *dd) {
   A16_UNROLL for (int r = 0; r < R; r += 4) {  // rows r .. r + 3
-    __m128i h = a16_bcast32(blk + (size_t)r * ws + off);
+    __m128i h = a16_bcast32(blk + (size_t)r * ws + 106);
     A16_UNROLL for (int i = 1; i < 4; i++)
         if (r + i < R)
-          h = _mm_blend_epi32(h, a16_bcast32(blk + (size_t)(r + i) * ws + off), 1 << i);
-    const __m256 f = _mm256_cvtph_ps(h);  // row r + i: lanes 2 i, 2 i + 1
-    const __m256 g = type == WK_Q2_K ? f : _mm256_mul_ps(f, _mm256_set1_ps((float)koffset(type)));
-    float t[8], u[8];
-    _mm256_storeu_ps(t, _mm256_mul_ps(f, _mm256_set1_ps(da)));
-    _mm256_storeu_ps(u, g);
+          h = _mm_blend_epi32(h, a16_bcast32(blk + (size_t)(r + i) * ws + 106), 1 << i);
+    float t[8];  // row r + i: lane 2 i + 1
+    _mm256_storeu_ps(t, _mm256_mul_ps(_mm256_cvtph_ps(h), _mm256_set1_ps(da)));
     A16_UNROLL for (int i = 0; i < 4; i++) {
       if (r + i >= R) break;
-      dd[r + i] = t[type == WK_Q2_K ? 2 * i : 2 * i + 1];
-      mf[r + i] = u[2 * i + 1];
+      dd[r + i] = t[2 * i + 1];
     }
   }
 }
 
-AT AI void kdec16(const int type, const int R, const uint8_t *w, size_t ws, int64_t nb,
-                  const uint8_t *xq, float *y, size_t yr) {
-  const int bytes = a16_k_bytes(type);
+AT AI void kdec16(const int R, const uint8_t *w, size_t ws, int64_t nb, const uint8_t *xq,
+                  float *y, size_t yr) {
+  const int bytes = a16_k_bytes(WK_Q3_K);
   const wk_act16k *act = (const wk_act16k *)xq;
-  __m256 acc[A16_MAXR], acc2[A16_MAXR];  // acc2: kmins2's
-  A16_UNROLL for (int r = 0; r < R; r++) acc[r] = acc2[r] = _mm256_setzero_ps();
-  __m256 *const a2 = kmins2(type) ? acc2 : acc;
+  __m256 acc[A16_MAXR];
+  A16_UNROLL for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; b++) {
     const uint8_t *blk = w + (size_t)b * (size_t)bytes;
-    const int8_t *q = (const int8_t *)xq + wk_act16_bytes(WK_ACT_A16K, nb, b);
-    const int8_t *e = (const int8_t *)xq + wk_act16k_sign_bytes(nb, b);  // Q3_K: |lo|, |hi|, sign
-    float dd[A16_MAXR], mf[A16_MAXR];
-    k16_dprep(type, R, blk, ws, act[b].d, dd, mf);
+    const int8_t *e = (const int8_t *)xq + wk_act16k_sign_bytes(nb, b);  // |lo|, |hi|, sign
+    float dd[A16_MAXR];
+    k16_dprep(R, blk, ws, act[b].d, dd);
     a16_ahead(R, blk, ws, b, (size_t)bytes, A16_K_AHEAD);
     __m256i sc[A16_MAXR];
-    A16_UNROLL for (int r = 0; r < R; r++) {
-      __m128i x = k16_scale_bytes(type, blk + (size_t)r * ws);
-      if (type == WK_Q2_K) x = _mm_and_si128(x, _mm_set1_epi8(15));
-      sc[r] = kscales16(x, type != WK_Q2_K);
-    }
+    A16_UNROLL for (int r = 0; r < R; r++)
+        sc[r] = kscales16(a16_scales_q3(blk + (size_t)r * ws + 96), 1);
     __m256i lo[A16_MAXR], hi[A16_MAXR];
     A16_UNROLL for (int r = 0; r < R; r++) lo[r] = hi[r] = _mm256_setzero_si256();
     A16_UNROLL for (int r = 0; r < R; r++) A16_UNROLL for (int j = 0; j < 8; j++) {
       kcodes k;
-      kchunk(type, blk + (size_t)r * ws, j, &k);
-      if (type == WK_Q3_K) {  // signed codes take v's sign, against |lo| and |hi|
-        const __m256i c = _mm256_sign_epi8(k.sg, a16_load(e + 512 + 32 * j));
-        kd_products(a16_load(e + 32 * j), c, a16_load(e + 256 + 32 * j), c, kpick(sc[r], j),
-                    &lo[r], &hi[r]);
-      } else {
-        kd_products(k.c, a16_load(q + 32 * j), k.c, a16_load(q + 32 * j + 256), kpick(sc[r], j),
-                    &lo[r], &hi[r]);
+      kchunk(WK_Q3_K, blk + (size_t)r * ws, j, &k);
+      // the signed codes take v's sign, against |lo| and |hi|
+      const __m256i c = _mm256_sign_epi8(k.sg, a16_load(e + 512 + 32 * j));
+      kd_products(a16_load(e + 32 * j), c, a16_load(e + 256 + 32 * j), c, kpick(sc[r], j), &lo[r],
+                  &hi[r]);
+    }
+    A16_UNROLL for (int r = 0; r < R; r++)
+        acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(kcombine(lo[r], hi[r])), _mm256_set1_ps(dd[r]),
+                                 acc[r]);
+  }
+  A16_UNROLL for (int r = 0; r < R; r++) y[(size_t)r * yr] = a16_hsum(acc[r]);
+}
+
+// ---- Q2_K's decode tile: R rows x one token ---------------------------------
+//
+// ktile's integers and f32 steps, in another order: per super-block the
+// rows' d_w * d_a and dmin convert together (kq2_dprep), every row's int32
+// lanes are made first (its 8 chunks in turn, as kdec16 did), then each
+// row's f32 steps. A chunk's two scales are picked from the scale bytes as
+// words (pshufb: the byte, a zero above), the groups' minimums as 16 x min
+// in int32 lanes by a pshufb and an and (times dmin / 16: dmin x min, exact
+// either way), d_w * d_a and dmin / 16 broadcast from memory. kdec16, which
+// Q2_K took before, widened the scales by pmovzxbw and the minimums by two
+// pmovzxbd (each at half a pshufb's rate on Zen 3, measured), broadcast
+// d_w * d_a and dmin by two shuffles each, and ran each row's f32 steps
+// right after its integers. L2-resident rows, one thread (bench_matvec's
+// rows, this gemm and the former one alternating call by call, fastest of
+// 3000 calls, 3 runs): 8.7-9.2 -> 9.6-10.4 GB/s (1.08-1.15x) at 4096x14336
+// and 14336x4096, 4 rows a tile (3 rows 0-1% slower, 8 rows 3%). Still far
+// from the ~15 GB/s that two threads would need for 90% of the read rate:
+// per row and super-block the 32 multiplies of 16-bit activations (two
+// pmaddubsw and two pmaddwd a chunk) and ~50 other operations; without the
+// minimums' terms (10 of them) the tile ran 1.15-1.18x faster.
+// Measured slower (the same integers): the codes times their scales as
+// bytes from per-row pshufb tables, as the AVX-512 tile (24 multiplies a row
+// and super-block where this takes 32, and no scale pick, but a table is a
+// pshufb and a pmullw for two chunks, and two chunks' pmaddubsw words add in
+// int16 before one pmaddwd widens them: ~80 operations where this takes
+// ~85): 1-2% slower; the minimums' terms made before the rows' integers:
+// 4-7% slower.
+
+// Row r's d_w * d_a, or dmin / 16, in all lanes from memory (a broadcast
+// load: GCC would keep the array in registers and broadcast by shuffles).
+AT AI __m256 kd_bcastss(const float *p) {
+  __m256 v;
+  __asm__("vbroadcastss %1, %0" : "=x"(v) : "m"(*p));
+  return v;
+}
+
+// Rows r .. r + 3's d_w * d_a at dm[2 r] and dmin / 16 at dm[2 r + 1]
+// (exact: a power of two), from their f16 pairs (the dword at 80 of each
+// row) converted together.
+AT AI void kq2_dprep(const int R, const uint8_t *blk, size_t ws, float da, float *dm) {
+  A16_UNROLL for (int r = 0; r < R; r += 4) {
+    __m128i h = a16_bcast32(blk + (size_t)r * ws + 80);
+    A16_UNROLL for (int i = 1; i < 4; i++)
+        if (r + i < R) h = _mm_blend_epi32(h, a16_bcast32(blk + (size_t)(r + i) * ws + 80), 1 << i);
+    const __m256 f = _mm256_setr_ps(da, 0.0625f, da, 0.0625f, da, 0.0625f, da, 0.0625f);
+    _mm256_store_ps(dm + 2 * r, _mm256_mul_ps(_mm256_cvtph_ps(h), f));
+  }
+}
+
+// The bytes of b (16, the same in both halves) at lane k of the result
+// (bytes k0 + k of the low half, k1 + k of the high half; 4-byte lanes
+// with w = 4: the byte zero-extended; 2-byte lanes: w = 2), for a pick by
+// pshufb.
+#define KQ2_Z (char)0x80
+#define KQ2_W2(a) (char)(a), KQ2_Z
+#define KQ2_W4(a) (char)(a), KQ2_Z, KQ2_Z, KQ2_Z
+
+AT AI void kq2dec(const int R, const uint8_t *w, size_t ws, int64_t nb, const uint8_t *xq,
+                  float *y, size_t yr) {
+  const int bytes = a16_k_bytes(WK_Q2_K);
+  const wk_act16k *act = (const wk_act16k *)xq;
+  const __m256i m15 = _mm256_set1_epi8(15);
+  __m256 acc[A16_MAXR], acc2[A16_MAXR];  // acc2: kmins2's
+  A16_UNROLL for (int r = 0; r < R; r++) acc[r] = acc2[r] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; b++) {
+    const uint8_t *blk = w + (size_t)b * (size_t)bytes;
+    const int8_t *q = (const int8_t *)xq + wk_act16_bytes(WK_ACT_A16K, nb, b);
+    float dm[2 * A16_MAXR] __attribute__((aligned(32)));
+    kq2_dprep(R, blk, ws, act[b].d, dm);
+    a16_ahead(R, blk, ws, b, (size_t)bytes, A16_K_AHEAD);
+    __m256i sum[A16_MAXR];  // lo + 128 hi
+    A16_UNROLL for (int r = 0; r < R; r++) {
+      const uint8_t *br = blk + (size_t)r * ws;
+      const __m256i sc = _mm256_and_si256(a16_bcast16(br), m15);
+      __m256i lo = _mm256_setzero_si256(), hi = _mm256_setzero_si256();
+      A16_UNROLL for (int j = 0; j < 8; j++) {  // scales 2 j, 2 j + 1 as words
+        const int e = 2 * j, o = 2 * j + 1;
+        const __m256i s = _mm256_shuffle_epi8(
+            sc, _mm256_setr_epi8(KQ2_W2(e), KQ2_W2(e), KQ2_W2(e), KQ2_W2(e), KQ2_W2(e), KQ2_W2(e),
+                                 KQ2_W2(e), KQ2_W2(e), KQ2_W2(o), KQ2_W2(o), KQ2_W2(o), KQ2_W2(o),
+                                 KQ2_W2(o), KQ2_W2(o), KQ2_W2(o), KQ2_W2(o)));
+        kcodes k;
+        kchunk(WK_Q2_K, br, j, &k);
+        kd_products(k.c, a16_load(q + 32 * j), k.c, a16_load(q + 32 * j + 256), s, &lo, &hi);
       }
+      sum[r] = kcombine(lo, hi);
     }
     const __m256 s0 = _mm256_loadu_ps(act[b].s), s1 = _mm256_loadu_ps(act[b].s + 8);
     A16_UNROLL for (int r = 0; r < R; r++) {
-      acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(kcombine(lo[r], hi[r])), _mm256_set1_ps(dd[r]),
-                               acc[r]);
-      if (!kwith_m(type)) continue;
-      __m128i m = k16_scale_bytes(type, blk + (size_t)r * ws);
-      if (type == WK_Q2_K) m = _mm_and_si128(_mm_srli_epi16(m, 4), _mm_set1_epi8(15));
-      acc[r] = _mm256_fnmadd_ps(kmins(m, mf[r], type != WK_Q2_K), s0, acc[r]);
-      a2[r] = _mm256_fnmadd_ps(kmins(_mm_srli_si128(m, 8), mf[r], type != WK_Q2_K), s1, a2[r]);
+      acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum[r]), kd_bcastss(&dm[2 * r]), acc[r]);
+      const __m256i raw = a16_bcast16(blk + (size_t)r * ws);  // 16 x min in the high nibbles
+      const __m256i hn = _mm256_set1_epi32(0xf0);
+      const __m256i m0 = _mm256_and_si256(
+          _mm256_shuffle_epi8(raw, _mm256_setr_epi8(KQ2_W4(0), KQ2_W4(1), KQ2_W4(2), KQ2_W4(3),
+                                                    KQ2_W4(4), KQ2_W4(5), KQ2_W4(6), KQ2_W4(7))),
+          hn);
+      const __m256i m1 = _mm256_and_si256(
+          _mm256_shuffle_epi8(raw, _mm256_setr_epi8(KQ2_W4(8), KQ2_W4(9), KQ2_W4(10), KQ2_W4(11),
+                                                    KQ2_W4(12), KQ2_W4(13), KQ2_W4(14), KQ2_W4(15))),
+          hn);
+      const __m256 dmin = kd_bcastss(&dm[2 * r + 1]);
+      acc[r] = _mm256_fnmadd_ps(_mm256_mul_ps(dmin, _mm256_cvtepi32_ps(m0)), s0, acc[r]);
+      acc2[r] = _mm256_fnmadd_ps(_mm256_mul_ps(dmin, _mm256_cvtepi32_ps(m1)), s1, acc2[r]);
     }
   }
   A16_UNROLL for (int r = 0; r < R; r++)
-      y[(size_t)r * yr] = a16_hsum(kmins2(type) ? _mm256_add_ps(acc[r], acc2[r]) : acc[r]);
+      y[(size_t)r * yr] = a16_hsum(_mm256_add_ps(acc[r], acc2[r]));
 }
 
 // R rows x N tokens. Per super-block each output gets exact int32 lanes, a
@@ -486,8 +565,12 @@ AT AI void ktile(const int type, const int R, const int N, const uint8_t *w, siz
     kdec(type, R, w, ws, nb, xq, y, yr);
     return;
   }
-  if (N == 1 && R > 1 && (type == WK_Q2_K || type == WK_Q3_K)) {  // (neither is ksplit)
-    kdec16(type, R, w, ws, nb, xq, y, yr);
+  if (N == 1 && type == WK_Q2_K) {
+    kq2dec(R, w, ws, nb, xq, y, yr);
+    return;
+  }
+  if (N == 1 && R > 1 && type == WK_Q3_K) {  // (not ksplit)
+    kdec16(R, w, ws, nb, xq, y, yr);
     return;
   }
   const int bytes = a16_k_bytes(type), with_m = kwith_m(type);
@@ -556,12 +639,13 @@ AT AI void ktile(const int type, const int R, const int N, const uint8_t *w, siz
 
 // Register tiles: main rows x tokens, decode rows (3 for Q6_K's ktile loop
 // (L2-resident rows, one thread: 15.9 -> 16.5 GB/s against 2; 4: 6% slower),
-// 3 for kdec16's (Q2_K, Q3_K: 2 and 4 measured 1-3% slower), 4 for kdec's
-// (Q4_K, Q5_K: 2, 3, 6 and 8 measured 2-10% slower): measured best).
+// 3 for kdec16's (Q3_K: 2 and 4 measured 1-3% slower), 4 for kq2dec's (Q2_K:
+// see there), 4 for kdec's (Q4_K, Q5_K: 2, 3, 6 and 8 measured 2-10%
+// slower): measured best).
 #define K_RM 1
 #define K_RN 4
 
-A16_TYPE(q2_k, WK_Q2_K, ktile, 256, K_RM, K_RN, 3)
+A16_TYPE(q2_k, WK_Q2_K, ktile, 256, K_RM, K_RN, 4)
 A16_TYPE(q3_k, WK_Q3_K, ktile, 256, K_RM, K_RN, 3)
 A16_TYPE(q4_k, WK_Q4_K, ktile, 256, K_RM, K_RN, 4)
 A16_TYPE(q5_k, WK_Q5_K, ktile, 256, K_RM, K_RN, 4)

@@ -17,6 +17,9 @@ KT static inline __m256i kmac_u8s8(__m256i acc, __m256i u, __m256i s) {
   return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)));
 }
 
+// Q3_K's one-token tile of this level (x86_q3dec.h), in place of KGEMM's.
+#define KQ3_DEC 1
+
 #include "backend/cpu/kernels/x86_tile.h"
 #include "backend/cpu/kernels/x86_q8.h"
 #include "backend/cpu/kernels/x86_k.h"

@@ -198,7 +198,11 @@ KT static inline void kq3_k_load(const kkrow *p, const uint8_t *b, int s, kkw *w
 }
 #define kq3_k_mac kk16_mac
 #define kq3_k_fin kk_fin_off4
+#ifdef KQ3_DEC
+#include "backend/cpu/kernels/x86_q3dec.h"
+#else
 KGEMM(kq3_k, 256, KK_RM, KK_RN)
+#endif
 
 KK_TYPE(kq6_k, 210)
 KT static inline void kq6_k_prep(const uint8_t *b, kkrow *o) {
