@@ -110,14 +110,6 @@ static cudaError_t mvc_launch(const uint8_t *W, size_t row_bytes, int rows, int 
   return cu_launch(pdl, st, dim3(tiles), dim3(NW * 32), smem, kern, W, row_bytes, rows, cols, RB, x, y);
 }
 
-__global__ void k_fill(uint8_t *p, size_t n, int bytes) {
-  for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n / 4; i += (size_t)gridDim.x * blockDim.x) {
-    uint32_t h = (uint32_t)i * 2654435761u;
-    h ^= h >> 15, h *= 0x2c1b3c6du, h ^= h >> 12;
-    if ((4 * i) % bytes == 0) h = 0x1c001c00u | (h & 0x00ff00ffu);  // d, dmin ~ 2^-8
-    ((uint32_t *)p)[i] = h;
-  }
-}
 
 template <int T>
 static void table(const char *tname, uint8_t *buf, const float *x, float *y, double bw) {
@@ -163,16 +155,11 @@ int main() {
   printf("copy rate %.0f GB/s (read + write)\n", bw);
   uint8_t *buf;
   float *x, *y;
-  PCK(cudaMalloc(&buf, 1ull << 30));
-  PCK(cudaMalloc(&x, 14336 * sizeof(float)));
-  PCK(cudaMalloc(&y, 14336 * sizeof(float)));
-  std::vector<float> hx(14336);
-  for (size_t i = 0; i < hx.size(); i++) hx[i] = sinf(0.37f * i) * (1.0f + (i % 7));
-  PCK(cudaMemcpy(x, hx.data(), hx.size() * sizeof(float), cudaMemcpyHostToDevice));
+  mv_probe_buffers(&buf, &x, &y, 14336);
   for (int rep = 0; rep < 2; rep++) {
-    k_fill<<<1024, 256>>>(buf, 1ull << 30, 144);
+    k_fill_blocks<<<1024, 256>>>(buf, 1ull << 30, 144);
     table<WK_Q4_K>("q4_k", buf, x, y, bw);
-    k_fill<<<1024, 256>>>(buf, 1ull << 30, 176);
+    k_fill_blocks<<<1024, 256>>>(buf, 1ull << 30, 176);
     table<WK_Q5_K>("q5_k", buf, x, y, bw);
   }
   return 0;

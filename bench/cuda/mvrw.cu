@@ -15,15 +15,6 @@
 
 #include "probe_util.cuh"
 
-// Random bytes with each block's d and dmin small finite f16 values.
-__global__ void k_fill(uint8_t *p, size_t n, int bytes) {
-  for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n / 4; i += (size_t)gridDim.x * blockDim.x) {
-    uint32_t h = (uint32_t)i * 2654435761u;
-    h ^= h >> 15, h *= 0x2c1b3c6du, h ^= h >> 12;
-    if ((4 * i) % bytes == 0) h = 0x1c001c00u | (h & 0x00ff00ffu);  // d, dmin ~ 2^-8
-    ((uint32_t *)p)[i] = h;
-  }
-}
 
 struct shape {
   const char *name;
@@ -95,17 +86,12 @@ int main() {
   printf("copy rate %.0f GB/s (read + write)\n", bw);
   uint8_t *buf;
   float *x, *y;
-  PCK(cudaMalloc(&buf, 1ull << 30));
-  PCK(cudaMalloc(&x, 14336 * sizeof(float)));
-  PCK(cudaMalloc(&y, 14336 * sizeof(float)));
-  std::vector<float> hx(14336);
-  for (size_t i = 0; i < hx.size(); i++) hx[i] = sinf(0.37f * i) * (1.0f + (i % 7));
-  PCK(cudaMemcpy(x, hx.data(), hx.size() * sizeof(float), cudaMemcpyHostToDevice));
+  mv_probe_buffers(&buf, &x, &y, 14336);
   for (int rep = 0; rep < 2; rep++) {
-    k_fill<<<1024, 256>>>(buf, 1ull << 30, 144);
+    k_fill_blocks<<<1024, 256>>>(buf, 1ull << 30, 144);
     table<WK_Q4_K, false>("q4_k", buf, x, y, bw);
     table<WK_Q4_K, true>("q4_k", buf, x, y, bw);
-    k_fill<<<1024, 256>>>(buf, 1ull << 30, 176);
+    k_fill_blocks<<<1024, 256>>>(buf, 1ull << 30, 176);
     table<WK_Q5_K, false>("q5_k", buf, x, y, bw);
   }
   return 0;

@@ -125,3 +125,27 @@ static std::vector<uint8_t *> dev_copies(const std::vector<uint8_t> &h, int n) {
   }
   return d;
 }
+
+// Random bytes over n bytes of blocks of `bytes` bytes, each block's first
+// two f16 words (d, dmin of the K-quants) small finite values (~2^-8), so
+// that timed products run on real numbers.
+__global__ void k_fill_blocks(uint8_t *p, size_t n, int bytes) {
+  for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n / 4;
+       i += (size_t)gridDim.x * blockDim.x) {
+    uint32_t h = (uint32_t)i * 2654435761u;
+    h ^= h >> 15, h *= 0x2c1b3c6du, h ^= h >> 12;
+    if ((4 * i) % bytes == 0) h = 0x1c001c00u | (h & 0x00ff00ffu);
+    ((uint32_t *)p)[i] = h;
+  }
+}
+
+// The matrix-vector probes' buffers: 1 GiB for copies of W, x (n floats of
+// a fixed pattern) and y (n floats).
+static void mv_probe_buffers(uint8_t **buf, float **x, float **y, int n) {
+  PCK(cudaMalloc((void **)buf, 1ull << 30));
+  PCK(cudaMalloc((void **)x, n * sizeof(float)));
+  PCK(cudaMalloc((void **)y, n * sizeof(float)));
+  std::vector<float> hx(n);
+  for (int i = 0; i < n; i++) hx[i] = sinf(0.37f * i) * (1.0f + (i % 7));
+  PCK(cudaMemcpy(*x, hx.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+}
