@@ -33,8 +33,12 @@
 //   aflat   the step's 1152 bytes by cp.async as contiguous 16-byte pieces
 //           (lane l pieces l, l + 32, l + 64), then each lane reads its 3
 //           pieces from the warp's slot after __syncwarp
+//   xreg    register loads, but x of the lane's fixed columns loaded once
+//           into registers (a warp on one step walking rows); xred: the same
+//           plus each row's sum over the warp (5 shuffles)
 //
 //   nvcc -O3 -arch=sm_90 -std=c++17 -Isrc -Iinclude bench/cuda/mvpat.cu -o mvpat && ./mvpat
+//   (MVPAT_DOT=1 ./mvpat: part 2 only)
 #include "backend/cuda/internal.cuh"
 #include "backend/cuda/mvr.cuh"
 

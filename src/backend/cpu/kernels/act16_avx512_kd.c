@@ -36,7 +36,7 @@ A16_DEC_TYPE(iq4_xs, WK_IQ4_XS, kdec, 4)
 // tile and this one 1.16-1.20x, on Zen 4 yiq4dec 1.17-1.22x and this one
 // 0.98-1.02x (bench_levels iq4_xs, rows in L2; bench/RESULTS.md, sessions 22
 // and 23).
-AT static int iq4xs_here(void) {
+static int iq4xs_here(void) {
   __builtin_cpu_init();
   return __builtin_cpu_is("intel");
 }
