@@ -12,10 +12,12 @@
 // 0.98-1.02x, so on AMD it keeps act16_avx512_k.c's yiq4dec (1.17-1.22x);
 // on Intel it takes this one (below).
 //
-// CPUs with VBMI2 and GFNI take act16_avx512_kw.c's Q4_K / Q5_K tiles
+// Intel CPUs with VBMI2 and GFNI take act16_avx512_kw.c's Q4_K / Q5_K tiles
 // instead (vpdpbusd sums packed two to a dword: 3 multiplies per 64 codes
 // where this tile takes 4; on the device host's Xeon 1.29-1.37x the AVX2
-// tile against this one's 1.16-1.22x); this one is for VNNI without them.
+// tile against this one's 1.16-1.22x). On Zen 4 that tile runs 0.90-1.10x
+// the AVX2 tile against this one's 1.08-1.39x (bench_levels, session 24), so
+// AMD keeps this one.
 //
 // Several tokens: A16_DEC_TYPE (four or more through the AVX2 level's gemm,
 // one to three through this decode tile once per token, as the AVX2 gemm
@@ -25,6 +27,9 @@
 #define A16_KD_VNNI 1
 #include "backend/cpu/kernels/act16_avx2_k.c"
 #include "backend/cpu/kernels/act16_avx512_kw.h"
+
+#include <stdlib.h>
+#include <string.h>
 
 // Decode tiles of 4 rows, the AVX2 level's.
 A16_DEC_TYPE(q4_k, WK_Q4_K, kdec, 4)
@@ -36,16 +41,20 @@ A16_DEC_TYPE(iq4_xs, WK_IQ4_XS, kdec, 4)
 // tile and this one 1.16-1.20x, on Zen 4 yiq4dec 1.17-1.22x and this one
 // 0.98-1.02x (bench_levels iq4_xs, rows in L2; bench/RESULTS.md, sessions 22
 // and 23).
-static int iq4xs_here(void) {
+// WICK_CPU_VENDOR=intel or amd in the environment overrides cpuid's vendor
+// (so that one CPU's tests cover both vendors' tiles).
+static int on_intel(void) {
+  const char *v = getenv("WICK_CPU_VENDOR");
+  if (v && (!strcmp(v, "intel") || !strcmp(v, "amd"))) return !strcmp(v, "intel");
   __builtin_cpu_init();
   return __builtin_cpu_is("intel");
 }
 
 int wk_act16_avx512_kd_find(int type, wk_vec_dot_fn *dot, wk_gemm_fn *gemm) {
-  if (wk_act16_avx512_kw_find(type, dot, gemm)) return 1;
+  if (on_intel() && wk_act16_avx512_kw_find(type, dot, gemm)) return 1;
   const wk_gemm_fn g = type == WK_Q4_K                  ? q4_k_gemm
                        : type == WK_Q5_K                ? q5_k_gemm
-                       : type == WK_IQ4_XS && iq4xs_here() ? iq4_xs_gemm
+                       : type == WK_IQ4_XS && on_intel() ? iq4_xs_gemm
                                                         : NULL;
   if (!g || !wk_act16_avx2_find(type, dot, gemm)) return 0;
   *gemm = g;  // *dot: the AVX2 level's
