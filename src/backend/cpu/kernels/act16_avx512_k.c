@@ -35,8 +35,10 @@
 // byte sums), not once per tile; Q3_K's vpdpbusd read them from there as
 // their memory operand (see the Q3_K section).
 //
-// IQ4_XS (yiq4dec): 256-bit vectors, a chunk at a time, the AVX2 decode
-// tile's integers and f32 steps (see the IQ4_XS section).
+// IQ4_XS (yiq4y): 256-bit vectors, a chunk at a time: code x scale as int16
+// words by vpermw from a table per scale, vpdpwssd against v as int16 (the
+// product's zprep); the AVX2 decode tile's integers and f32 steps (see the
+// IQ4_XS section).
 //
 // Bounds: pmaddubsw lanes stay below 2^15 as in the AVX2 kernels (same
 // operands); vpdpwssd wraps like pmaddwd + paddd, and the combined lane is
@@ -262,9 +264,20 @@ AT AI void zpairs(const uint8_t *q, const int starts, __m512i *xl, __m512i *xh, 
 // What the tiles of a product share, made once for all of them (the joins
 // and sums cost each tile 1.5-2.5 operations a row and super-block): per
 // super-block ZP_INTS int32, the pairs' xl (4 x 64 bytes), xh, then l0 and
-// h0 (with starts).
+// h0 (with starts = 1); starts = 2 (IQ4_XS): v = lo + 128 hi, 256 int16 in
+// value order.
 #define ZP_INTS 160
 AT AI void zprep_at(const uint8_t *xq, int64_t nb, int64_t b, const int starts, int32_t *c) {
+  if (starts == 2) {  // IQ4_XS
+    const uint8_t *q = xq + wk_act16_bytes(WK_ACT_A16K, nb, b);
+    A16_UNROLL for (int i = 0; i < 8; i++) {
+      const __m512i l = _mm512_cvtepi8_epi16(_mm256_loadu_si256((const __m256i *)(q + 32 * i)));
+      const __m512i h =
+          _mm512_cvtepi8_epi16(_mm256_loadu_si256((const __m256i *)(q + 256 + 32 * i)));
+      _mm512_storeu_si512(c + 16 * i, _mm512_add_epi16(l, _mm512_slli_epi16(h, 7)));
+    }
+    return;
+  }
   __m512i xl[4], xh[4], l0, h0;
   zpairs(xq + wk_act16_bytes(WK_ACT_A16K, nb, b), starts, xl, xh, &l0, &h0);
   A16_UNROLL for (int p = 0; p < 4; p++) {
@@ -492,20 +505,49 @@ AT AI void zq3dec_loop(const int R, const uint8_t *w, size_t ws, int64_t nb, con
 
 // ---- IQ4_XS ---------------------------------------------------------------------
 //
-// 256-bit vectors, a chunk at a time, as the AVX2 decode tile (kdec) with
-// what AVX-512 adds: the 16 bytes of a chunk's codes broadcast to both
-// 128-bit lanes (VEX vbroadcasti128 from memory: no vector pipe), shifted by
-// 0 / 4 in the lanes and looked up by vpermb in the table (values 0-15, then
-// 16-31, of the chunk), v's sign by psignb, pmaddubsw against |lo| and |hi|,
-// and vpdpwssd by the chunk's scale broadcast from memory (vpbroadcastw).
-// Per super-block the 8 scales and d of 4 rows decode in one 512-bit vector
-// (a row a 128-bit lane: its first 8 bytes, d, scales_h and scales_l) into
-// memory. The integers and f32 steps are kdec's. L2-resident rows, one
-// thread: 31.4 -> 26.9 cycles a row and super-block against this file's
-// pairs of chunks (whose shuffles of the codes and the scales, a vpermq and
-// a vpermw a pair, cost more than the wider vectors save); the per-row scale
-// decode alone, a row at a time, cost 4 cycles of those. 3 rows a tile (4
-// spill: 37 cycles).
+// yiq4y: 256-bit vectors, a chunk (32 values) of a row at a time: its 16 qs
+// bytes widened to words by vpmovzxbw are the indices of its low nibbles
+// (vpermw on 256 bits takes bits 0-3 of each word), and shifted right by 4
+// those of its high nibbles; vpermw looks them up in the table of the
+// chunk's scale (yi4_tab: the 16 table values times scale - 32, as words;
+// 2 KB, read as vpermw's operand), which gives code x scale as int16 (at
+// most 127 x 32), and vpdpwssd multiplies those with v = lo + 128 hi as
+// int16 (the product's zprep: each super-block's v in value order, made
+// once for all tiles). Per row two accumulators: values 0-15 and 16-31 of
+// each chunk, whose int32 lanes sum a pair of values; per super-block
+// vphaddd and a vpermq make of them the AVX2 kernels' 8 lanes (values 4 l
+// .. 4 l + 3 of every chunk, times its scale), the same integers as the AVX2
+// tile's lo + 128 hi (exact: a lane is at most 32 x 127 x 32 x 16383 <
+// 2^31, and vpdpwssd wraps as pmaddwd + paddd anyway), and the f32 steps are
+// kdec's, in its order:
+//   acc += float(lanes) * (d_w * d_a)
+// so every output is the AVX2 level's bit for bit. 6 vector operations a
+// chunk and row, where the former tile (a chunk's codes by vpermb, v's sign
+// by psignb, pmaddubsw against |lo| and |hi|, vpdpwssd by the scale
+// broadcast from memory) took 7, and its scales come from general registers
+// (a load of 32 x scale a chunk and row, the table's offset).
+//
+// The scale offsets and d of a super-block are made one super-block ahead
+// (vector stores, then loads into general registers): made in the same
+// super-block, the loads waited for the stores (18.4 GB/s; ahead 21; the
+// vector decode of the 4 rows' scales takes ~9% of the tile).
+// Measured on Zen 4 (bench_levels, rows in L2, one thread, alternating call
+// by call with the former tile): 1.11-1.18x it (AVX2 tile 1.21x -> 1.37-1.44x).
+// Tried: the same in 512-bit vectors (a chunk's codes broadcast to the 4
+// lanes, put in v's pos order by vpmultishiftqb, vpermw from a 32-word
+// table, one 512-bit vpdpwssd): 0.93-0.98x the former tile (vpmultishiftqb
+// takes the multiply pipes on Zen 4, and 512-bit vpermw and the broadcast
+// cost as much as two 256-bit ones); 3, 5 or 6 rows a tile: no faster.
+#define YI4_V16(s)                                                                          \
+  (s) * (-127), (s) * (-104), (s) * (-83), (s) * (-65), (s) * (-49), (s) * (-35), (s) * (-22), \
+      (s) * (-10), (s) * 1, (s) * 13, (s) * 25, (s) * 38, (s) * 53, (s) * 69, (s) * 89, (s) * 113
+#define YI4_ROW(ls) {YI4_V16((ls)-32)}
+#define YI4_8(a)                                                                          \
+  YI4_ROW(a), YI4_ROW(a + 1), YI4_ROW(a + 2), YI4_ROW(a + 3), YI4_ROW(a + 4), YI4_ROW(a + 5), \
+      YI4_ROW(a + 6), YI4_ROW(a + 7)
+// yi4_tab[ls][e] = wk_kern_iq4nl_values[e] * (ls - 32)
+static const int16_t yi4_tab[64][16] __attribute__((aligned(64))) = {
+    YI4_8(0), YI4_8(8), YI4_8(16), YI4_8(24), YI4_8(32), YI4_8(40), YI4_8(48), YI4_8(56)};
 
 // The 8 bytes at p in every 64-bit lane.
 AT AI __m512i zbcast64(const uint8_t *p) {
@@ -514,72 +556,88 @@ AT AI __m512i zbcast64(const uint8_t *p) {
   return _mm512_set1_epi64(v);
 }
 
-AT AI void yiq4dec(const int R, const uint8_t *w, size_t ws, int64_t nb, const uint8_t *xq,
-                   float *y, size_t yr) {
+// Rows blk .. blk + (R - 1) ws of one super-block: so[r][j] = 32 x the 6-bit
+// scale of chunk j (yi4_tab's row offset), dd[r] = d_w * d_a (f32 bits); 4
+// rows a 512-bit vector (a row a 128-bit lane: d, scales_h, scales_l).
+AT AI void yi4_scales(const int R, const uint8_t *blk, size_t ws, float da, uint16_t (*so)[8],
+                      int32_t *dd) {
+  A16_UNROLL for (int r = 0; r < R; r += 4) {  // rows r .. r + 3 (lane i: row r + i)
+    __m512i z = zbcast64(blk + (size_t)r * ws);
+    A16_UNROLL for (int i = 1; i < 4; i++) {
+      if (r + i >= R) break;
+      const __m512i zi = zbcast64(blk + (size_t)(r + i) * ws);
+      z = _mm512_mask_blend_epi64((__mmask8)(3 << 2 * i), z, zi);
+    }
+    // word k of a lane: nibble k of scales_l (bytes 4-7) | 2 bits at 2 k of
+    // scales_h (bytes 2-3) << 4 (a16_scales_iq4xs, before its - 32)
+    const __m512i la = _mm512_set4_epi32(0x07060706, 0x07060706, 0x05040504, 0x05040504);
+    const __m512i ls = _mm512_set4_epi32(0x000c0008, 0x00040000, 0x000c0008, 0x00040000);
+    const __m512i hs = _mm512_set4_epi32(0x000e000c, 0x000a0008, 0x00060004, 0x00020000);
+    __m512i l4 = _mm512_srlv_epi16(_mm512_shuffle_epi8(z, la), ls);
+    __m512i h2 = _mm512_srlv_epi16(_mm512_shuffle_epi8(z, _mm512_set1_epi32(0x03020302)), hs);
+    l4 = _mm512_and_si512(l4, _mm512_set1_epi16(15));
+    h2 = _mm512_slli_epi16(_mm512_and_si512(h2, _mm512_set1_epi16(3)), 4);
+    _mm512_storeu_si512(so[r], _mm512_slli_epi16(_mm512_or_si512(l4, h2), 5));
+    const __m128i d4 = _mm512_castsi512_si128(_mm512_permutexvar_epi16(
+        _mm512_zextsi128_si512(_mm_setr_epi16(0, 8, 16, 24, 0, 0, 0, 0)), z));
+    const __m128 d = _mm_mul_ps(_mm_cvtph_ps(d4), _mm_set1_ps(da));
+    _mm_storeu_si128((__m128i *)(dd + r), _mm_castps_si128(d));
+  }
+}
+
+AT AI void yiq4y(const int R, const uint8_t *w, size_t ws, int64_t nb, const uint8_t *xq,
+                 const int32_t *c, float *y, size_t yr) {
   const wk_act16k *act = (const wk_act16k *)xq;
   __m256 acc[A16_MAXR];
   A16_UNROLL for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
-  const __m256i tab = _mm256_broadcastsi128_si256(a16_load128(wk_kern_iq4nl_values));
-  const __m256i nib = _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4);
+  const char *tab = (const char *)yi4_tab;
+  // super-block b's scale offsets and d at [b % 2], made one super-block
+  // ahead: their loads into general registers then find the vector stores
+  // done (a load from a store still in flight waited on it)
+  uint16_t so[2][A16_MAXR + 3][8];
+  int32_t dd[2][A16_MAXR + 3];
+  if (nb > 0) yi4_scales(R, w, ws, act[0].d, so[0], dd[0]);
   for (int64_t b = 0; b < nb; b++) {
     const uint8_t *blk = w + (size_t)b * 136;
     a16_ahead(R, blk, ws, b, 136, A16_K_AHEAD);
-    const uint8_t *e = xq + wk_act16k_sign_bytes(nb, b);  // |lo| at 0, |hi| at 256, sign at 512
-    int16_t sc[A16_MAXR + 3][8];  // row r, chunk j: its scale
-    int32_t dd[A16_MAXR + 3];     // row r: d_w * d_a (f32 bits)
-    A16_UNROLL for (int r = 0; r < R; r += 4) {  // rows r .. r + 3 (lane i: row r + i)
-      __m512i z = zbcast64(blk + (size_t)r * ws);
-      A16_UNROLL for (int i = 1; i < 4; i++) {
-        if (r + i >= R) break;
-        const __m512i zi = zbcast64(blk + (size_t)(r + i) * ws);
-        z = _mm512_mask_blend_epi64((__mmask8)(3 << 2 * i), z, zi);
-      }
-      // word k of a lane: scale k = nibble k of scales_l (bytes 4-7) | 2 bits
-      // at 2 k of scales_h (bytes 2-3) << 4, minus 32 (a16_scales_iq4xs)
-      const __m512i la = _mm512_set4_epi32(0x07060706, 0x07060706, 0x05040504, 0x05040504);
-      const __m512i ls = _mm512_set4_epi32(0x000c0008, 0x00040000, 0x000c0008, 0x00040000);
-      const __m512i hs = _mm512_set4_epi32(0x000e000c, 0x000a0008, 0x00060004, 0x00020000);
-      __m512i l4 = _mm512_srlv_epi16(_mm512_shuffle_epi8(z, la), ls);
-      __m512i h2 = _mm512_srlv_epi16(_mm512_shuffle_epi8(z, _mm512_set1_epi32(0x03020302)), hs);
-      l4 = _mm512_and_si512(l4, _mm512_set1_epi16(15));
-      h2 = _mm512_slli_epi16(_mm512_and_si512(h2, _mm512_set1_epi16(3)), 4);
-      const __m512i s = _mm512_or_si512(l4, h2);
-      _mm512_storeu_si512(sc[r], _mm512_sub_epi16(s, _mm512_set1_epi16(32)));
-      // word 0 of each lane: d
-      const __m128i d4 = _mm512_castsi512_si128(_mm512_permutexvar_epi16(
-          _mm512_zextsi128_si512(_mm_setr_epi16(0, 8, 16, 24, 0, 0, 0, 0)), z));
-      const __m128 d = _mm_mul_ps(_mm_cvtph_ps(d4), _mm_set1_ps(act[b].d));
-      _mm_storeu_si128((__m128i *)(dd + r), _mm_castps_si128(d));
-    }
-    __m256i lo[A16_MAXR], hi[A16_MAXR];
-    A16_UNROLL for (int r = 0; r < R; r++) lo[r] = hi[r] = _mm256_setzero_si256();
+    int32_t one[ZP_INTS] __attribute__((aligned(64)));
+    const int16_t *v = (const int16_t *)zprep_cb(xq, nb, b, c, 2, one);
+    if (b + 1 < nb) yi4_scales(R, blk + 136, ws, act[b + 1].d, so[(b + 1) & 1], dd[(b + 1) & 1]);
+    uint16_t (*sob)[8] = so[b & 1];
+    __m256i sa[A16_MAXR], sb[A16_MAXR];
+    A16_UNROLL for (int r = 0; r < R; r++) sa[r] = sb[r] = _mm256_setzero_si256();
     A16_UNROLL for (int j = 0; j < 8; j++) {
-      const __m256i sg = a16_load(e + 512 + 32 * j);
+      __m256i va = a16_load(v + 32 * j), vb = a16_load(v + 32 * j + 16);
+      Z_KEEP(va);
+      Z_KEEP(vb);
       A16_UNROLL for (int r = 0; r < R; r++) {
-        __m256i x, s;
-        const __m128i *qs = (const __m128i *)(blk + (size_t)r * ws + 8 + 16 * j);
-        __asm__("vbroadcasti128 %1, %0" : "=x"(x) : "m"(*qs));
-        __asm__("vpbroadcastw %1, %0" : "=v"(s) : "m"(sc[r][j]));
-        const __m256i c =
-            _mm256_sign_epi8(_mm256_permutexvar_epi8(_mm256_srlv_epi32(x, nib), tab), sg);
-        lo[r] = _mm256_dpwssd_epi32(lo[r], _mm256_maddubs_epi16(a16_load(e + 32 * j), c), s);
-        hi[r] = _mm256_dpwssd_epi32(hi[r], _mm256_maddubs_epi16(a16_load(e + 256 + 32 * j), c), s);
-        Z_KEEP(lo[r]);
-        Z_KEEP(hi[r]);
+        const __m256i x = _mm256_cvtepu8_epi16(a16_load128(blk + (size_t)r * ws + 8 + 16 * j));
+        unsigned o;  // a load (GCC would take it out of a vector by vpextrw)
+        __asm__("movzwl %1, %0" : "=r"(o) : "m"(sob[r][j]));
+        const __m256i t = a16_load(tab + o);
+        sa[r] = _mm256_dpwssd_epi32(sa[r], _mm256_permutexvar_epi16(x, t), va);
+        sb[r] = _mm256_dpwssd_epi32(sb[r], _mm256_permutexvar_epi16(_mm256_srli_epi16(x, 4), t), vb);
+        Z_KEEP(sa[r]);
+        Z_KEEP(sb[r]);
       }
     }
     A16_UNROLL for (int r = 0; r < R; r++) {
       __m256i d;
-      __asm__("vpbroadcastd %1, %0" : "=v"(d) : "m"(dd[r]));
-      const __m256i x = _mm256_add_epi32(lo[r], _mm256_slli_epi32(hi[r], 7));
+      __asm__("vpbroadcastd %1, %0" : "=v"(d) : "m"(dd[b & 1][r]));
+      const __m256i x = _mm256_permute4x64_epi64(_mm256_hadd_epi32(sa[r], sb[r]), 0xd8);
       acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(x), _mm256_castsi256_ps(d), acc[r]);
     }
   }
   A16_UNROLL for (int r = 0; r < R; r++) y[(size_t)r * yr] = a16_hsum(acc[r]);
 }
 
-// Types whose tiles take a product's zprep (Q2_K, Q3_K; with starts: Q3_K).
-AT AI int zhas_prep(const int type) { return type == WK_Q2_K || type == WK_Q3_K; }
+// Types whose tiles take a product's zprep (Q2_K, Q3_K, IQ4_XS; zprep_mode).
+AT AI int zhas_prep(const int type) {
+  return type == WK_Q2_K || type == WK_Q3_K || type == WK_IQ4_XS;
+}
+
+// zprep's starts for a type.
+AT AI int zprep_mode(const int type) { return type == WK_IQ4_XS ? 2 : type == WK_Q3_K; }
 
 // One type's one-token tile; c: the product's zprep, or NULL (made in the
 // tile). Two copies of the pair tiles' loops, each without a branch in it.
@@ -592,7 +650,8 @@ AT AI void ztile(const int type, const int R, const uint8_t *w, size_t ws, int64
     if (c) zq3dec_loop(R, w, ws, nb, xq, c, y, yr);
     else zq3dec_loop(R, w, ws, nb, xq, NULL, y, yr);
   } else if (type == WK_IQ4_XS) {
-    yiq4dec(R, w, ws, nb, xq, y, yr);
+    if (c) yiq4y(R, w, ws, nb, xq, c, y, yr);
+    else yiq4y(R, w, ws, nb, xq, NULL, y, yr);
   } else {
     zq6dec(R, w, ws, nb, xq, y, yr);
   }
@@ -612,7 +671,7 @@ AT static void zgemm1(const int type, zdec_fn dec, zdec_fn one, int dm, const ui
                       size_t ws, int64_t nb, int rows, const uint8_t *xq, float *y) {
   int32_t prep[zhas_prep(type) ? ZP_INTS * ZP_NB : 1] __attribute__((aligned(64)));
   const int32_t *c = NULL;
-  if (zhas_prep(type) && nb <= ZP_NB) zprep(xq, nb, type == WK_Q3_K, prep), c = prep;
+  if (zhas_prep(type) && nb <= ZP_NB) zprep(xq, nb, zprep_mode(type), prep), c = prep;
   const int q = rows / dm;
   // The first A16_K_AHEAD bytes of each stream, which the tiles' prefetches
   // leave out; small products (a few hundred rows of 6-8
@@ -655,7 +714,7 @@ AT static void zgemm1(const int type, zdec_fn dec, zdec_fn one, int dm, const ui
 Z_TYPE(q2_k, WK_Q2_K, 4)
 Z_TYPE(q3_k, WK_Q3_K, 4)
 Z_TYPE(q6_k, WK_Q6_K, 4)
-Z_TYPE(iq4_xs, WK_IQ4_XS, 3)
+Z_TYPE(iq4_xs, WK_IQ4_XS, 4)
 
 // (Q4_K and Q5_K first: act16_avx512_kd.c's tile needs VNNI alone.)
 int wk_act16_avx512_k_find(int type, wk_vec_dot_fn *dot, wk_gemm_fn *gemm) {

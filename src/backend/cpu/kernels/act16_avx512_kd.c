@@ -9,8 +9,8 @@
 // On this Zen 4 (bench_levels: the AVX2 tile and this one call by call, best
 // of 400, 4096x512, 2048x640, 1024x2048, 6 rounds): Q4_K 1.07-1.31x (mostly
 // 1.11-1.17), Q5_K 1.06-1.16x the AVX2 tile. IQ4_XS through this tile ran
-// 0.98-1.02x, so on AMD it keeps act16_avx512_k.c's yiq4dec (1.17-1.22x);
-// on Intel it takes this one (below).
+// 0.98-1.02x, so on AMD it keeps act16_avx512_k.c's tile (yiq4y: 1.39-1.45x;
+// the former yiq4dec 1.17-1.22x); on Intel it takes this one (below).
 //
 // Intel CPUs with VBMI2 and GFNI take act16_avx512_kw.c's Q4_K / Q5_K tiles
 // instead (vpdpbusd sums packed two to a dword: 3 multiplies per 64 codes
@@ -40,7 +40,8 @@ A16_DEC_TYPE(iq4_xs, WK_IQ4_XS, kdec, 4)
 // (Sapphire Rapids class) act16_avx512_k.c's yiq4dec runs 0.77x the AVX2
 // tile and this one 1.16-1.20x, on Zen 4 yiq4dec 1.17-1.22x and this one
 // 0.98-1.02x (bench_levels iq4_xs, rows in L2; bench/RESULTS.md, sessions 22
-// and 23).
+// and 23). act16_avx512_k.c's IQ4_XS tile is yiq4y now (int16 code x scale
+// words against int16 v), not yet measured on an Intel CPU.
 // WICK_CPU_VENDOR=intel or amd in the environment overrides cpuid's vendor
 // (so that one CPU's tests cover both vendors' tiles).
 static int on_intel(void) {
