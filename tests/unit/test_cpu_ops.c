@@ -276,6 +276,9 @@ static void test_attention(wk_pool *pool, bool avx2) {
       {.nh = 6, .nkv = 2, .hd = 12, .bs = 16, .past = {20, 3}, .n_new = {1, 2}},    // decode
       {.nh = 3, .nkv = 1, .hd = 64, .bs = 16, .past = {0, 17}, .n_new = {70, 1}},   // > 1 tile
       {.nh = 2, .nkv = 2, .hd = 136, .bs = 8, .past = {9, 0}, .n_new = {12, 40}},  // 64 + 64 + 8
+      // Prompts of Gemma 3's head shape (256, 4 queries a KV head) and of head size 32.
+      {.nh = 4, .nkv = 1, .hd = 256, .bs = 16, .past = {5, 0}, .n_new = {40, 9}},
+      {.nh = 6, .nkv = 2, .hd = 32, .bs = 16, .past = {0, 30}, .n_new = {33, 3}},
       // Decode steps, long and short: with threads, KV blocks split and merged.
       {.nh = 4, .nkv = 1, .hd = 64, .bs = 16, .past = {300, 5}, .n_new = {1, 1}},
       {.nh = 6, .nkv = 2, .hd = 24, .bs = 4, .past = {150, 0}, .n_new = {1, 0}},
