@@ -273,6 +273,55 @@ static void test_glu(int type, int rows, int cols, int n, int act, int path) {
   test_glu_v(type, rows, cols, n, act, path, 0);
 }
 
+// A layer's Q and K of `type` (Q4_K, Q5_K) and V of Q6_K reading one x (a
+// Q4_K_M layer), one token, as the engine's default kernels run them: one
+// launch for both types (cu_matvec_pair) or, split, one a type; each row
+// against its f64 product within path 6's bound. want: whether one launch
+// must take them (the shapes where mvr_launch2's grids fit one wave).
+static void test_pair(int type, int ra, int rb, int r6, int cols, int norm, int split, int want) {
+  const char *name = wk_type_get(type)->name;
+  const size_t rq = wk_row_size(type, cols), r6b = wk_row_size(WK_Q6_K, cols);
+  const int rows = ra + rb + r6;
+  uint8_t *w = wk_malloc(rq * (ra + rb)), *w6 = wk_malloc(r6b * r6);
+  float *row = wk_malloc(sizeof(float) * cols), *x = wk_malloc(sizeof(float) * cols);
+  float *y = wk_malloc(sizeof(float) * rows), *deq = wk_malloc(sizeof(float) * cols);
+  for (int r = 0; r < rows; r++) {
+    for (int c = 0; c < cols; c++) row[c] = 0.05f * nrand();
+    int st = r < ra + rb ? wk_quantize_row(type, row, w + rq * r, cols)
+                         : wk_quantize_row(WK_Q6_K, row, w6 + r6b * (r - ra - rb), cols);
+    WK_ASSERT(st == WICK_OK);
+  }
+  float *xr = x, *nw = NULL;
+  const float eps = 1e-5f;
+  if (norm) {
+    xr = wk_malloc(sizeof(float) * cols), nw = wk_malloc(sizeof(float) * cols);
+    norm_inputs(x, 1, cols, nw, eps, xr);
+  } else {
+    for (int c = 0; c < cols; c++) x[c] = nrand();
+  }
+  wk_error err = {{0}};
+  int paired = -1;
+  int st = cuda_test_matvec_pair(type, w, ra, rb, w6, r6, cols, x, nw, eps, split, y, &paired, &err);
+  CHECK(st == WICK_OK, "pair %s: %s", name, err.msg);
+  CHECK(st != WICK_OK || paired == want, "pair %s %d+%d+%d x %d split %d: one launch %d, expected %d",
+        name, ra, rb, r6, cols, split, paired, want);
+  double worst = 0;
+  for (int r = 0; r < rows && st == WICK_OK; r++) {
+    const int q6 = r >= ra + rb, t = q6 ? WK_Q6_K : type;
+    const uint8_t *wr = q6 ? w6 + r6b * (r - ra - rb) : w + rq * r;
+    double ref, mag, bound;
+    row_ref(t, 6, wr, xr, cols, deq, &ref, &mag, &bound);
+    const double e = fabs(y[r] - ref) / (bound + 1e-12);
+    if (!(e <= worst)) worst = isnan(e) ? INFINITY : e;
+  }
+  CHECK(worst <= 1.0, "pair%s %s %d+%d+%d x %d split %d: error %.3g of the bound",
+        norm ? "+norm" : "", name, ra, rb, r6, cols, split, worst);
+  printf("pair%s %-9s %d+%d+%d x %d split %d (one launch: %d): max error %.2f of the bound\n",
+         norm ? "+norm" : "   ", name, ra, rb, r6, cols, split, paired, worst);
+  if (norm) wk_free(xr), wk_free(nw);
+  wk_free(w), wk_free(w6), wk_free(row), wk_free(x), wk_free(y), wk_free(deq);
+}
+
 // y = W (W x) by two dependent launches (programmatic dependent launch;
 // f32 x, so the float types): the second product's error is its own
 // f32 rounding plus |W| times the first one's.
@@ -717,6 +766,16 @@ int main(void) {
         test_matmul_v(t, 45, 2048, 1, p, 1);
         test_glu_v(t, 45, 1024, 1, 1, p, 1);
       }
+    }
+    // One launch for a layer's Q4_K / Q5_K and Q6_K products (Q4_K_M's Q,
+    // K and V): the 8B shape (its grid on 80 + 32 blocks), a small one, odd
+    // row counts, the folded norm; split, the two launches of before.
+    if (t == WK_Q4_K || t == WK_Q5_K) {
+      test_pair(t, 4096, 1024, 1024, 4096, 1, 0, 1);
+      test_pair(t, 4096, 1024, 1024, 4096, 0, 1, 0);
+      test_pair(t, 2048, 512, 512, 2048, 0, 0, 1);
+      test_pair(t, 1000, 333, 77, 1280, 1, 0, 1);
+      test_pair(t, 896, 128, 130, 1024, 0, 0, 1);
     }
     test_norm_refused(t, 3);
     test_embed(t, 50, 512);

@@ -374,6 +374,10 @@ static int cuda_prepare(wk_backend *b, const wk_model *m, const wk_backend_param
   // launches even where the fused kernel applies (for comparison).
   const char *fg = getenv("WICK_CUDA_FUSE_GLU");
   s->c.mv_glu_off = fg && fg[0] == '0';
+  // WICK_CUDA_PAIR=0: a layer's Q4_K and Q6_K products of one x (Q4_K_M's
+  // Q, K and V) as two launches, as before session 24 (comparison).
+  const char *pa = getenv("WICK_CUDA_PAIR");
+  s->c.mv_pair_off = pa && pa[0] == '0';
   // WICK_CUDA_WIDE=0: Q4_K/Q5_K keep the register kernel's 8-lane format on
   // every row length; =all: the wide one on every row count of up to 8192
   // columns (session 6), not only where its grid fills the SMs (comparison).
@@ -564,10 +568,15 @@ static int attn_splits_log2(const cu_state *s, int n, int max_ctx) {
 }
 
 // Several matrix-vector products of one x (decode sizes): one launch per run
-// of matrices of one type (Q/K/V, gate/up). xn: an RMSNorm folded into them.
+// of matrices of one type (Q/K/V, gate/up), or one for two runs where
+// cu_matvec_pair takes them. xn: an RMSNorm folded into them.
 static int matmul_group(cu_ctx *c, const cu_weight *const *ws, float *const *ys, int nw,
                         const float *x, const cu_xnorm *xn, int n, wk_error *err) {
-  int st;
+  int st, n1 = 1;
+  while (n1 < nw && ws[n1]->type == ws[0]->type) n1++;
+  bool done = false;
+  if (n1 < nw && (st = cu_matvec_pair(c, ws, ys, n1, nw, x, xn, n, &done, err))) return st;
+  if (done) return WICK_OK;
   for (int i = 0; i < nw;) {
     int j = i + 1;
     while (j < nw && ws[j]->type == ws[i]->type && ws[j]->cols == ws[i]->cols) j++;

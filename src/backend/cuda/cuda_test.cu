@@ -276,6 +276,46 @@ extern "C" int cuda_test_matvec_glu(int type, const void *wg, const void *wu, in
   return WICK_OK;
 }
 
+extern "C" int cuda_test_matvec_pair(int type, const void *w, int ra, int rb, const void *w6,
+                                     int r6, int cols, const float *x, const float *nw, float eps,
+                                     int split, float *y, int *paired, wk_error *err) {
+  dev_bufs b;
+  TRY(b.init(err));
+  set_path(&b.c, 6);
+  b.c.mv_max_tokens = 16;
+  b.c.pdl = 1;
+  b.c.mv_pair_off = split;
+  const size_t rq = wk_row_size(type, cols), r6b = wk_row_size(WK_Q6_K, cols);
+  uint8_t *dw, *d6;
+  float *dx, *dy, *dn = NULL;
+  TRY(b.alloc(&dw, rq * (ra + rb) + 16, err));
+  TRY(b.alloc(&d6, r6b * r6 + 16, err));
+  TRY(b.alloc(&dx, sizeof(float) * cols, err));
+  TRY(b.alloc(&dy, sizeof(float) * (ra + rb + r6), err));
+  CK(cudaMemcpy(dw, w, rq * (ra + rb), cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(d6, w6, r6b * r6, cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(dx, x, sizeof(float) * cols, cudaMemcpyHostToDevice));
+  CK(cudaMemset(dy, 0xff, sizeof(float) * (ra + rb + r6)));  // NaN
+  if (nw) {
+    TRY(b.alloc(&dn, sizeof(float) * cols, err));
+    CK(cudaMemcpy(dn, nw, sizeof(float) * cols, cudaMemcpyHostToDevice));
+  }
+  cu_weight w3[3] = {{dw, type, ra, cols, rq}, {dw + rq * ra, type, rb, cols, rq},
+                     {d6, WK_Q6_K, r6, cols, r6b}};
+  const cu_weight *wp[3] = {&w3[0], &w3[1], &w3[2]};
+  float *yp[3] = {dy, dy + ra, dy + ra + rb};
+  cu_xnorm xn = {dn, eps};
+  bool done = false;
+  TRY(cu_matvec_pair(&b.c, wp, yp, 2, 3, dx, nw ? &xn : NULL, 1, &done, err));
+  if (!done) {
+    TRY(cu_matvec_multi(&b.c, wp, yp, 2, dx, nw ? &xn : NULL, 1, 0.0f, err));
+    TRY(cu_matvec_multi(&b.c, wp + 2, yp + 2, 1, dx, nw ? &xn : NULL, 1, 0.0f, err));
+  }
+  *paired = done;
+  CK(cudaMemcpy(y, dy, sizeof(float) * (ra + rb + r6), cudaMemcpyDeviceToHost));
+  return WICK_OK;
+}
+
 extern "C" int cuda_test_embed(int type, const void *w, int rows, int cols, const int32_t *ids,
                                int n, float scale, float *out, wk_error *err) {
   dev_bufs b;

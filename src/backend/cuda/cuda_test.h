@@ -61,6 +61,14 @@ int cuda_test_matmul_norm(int type, const void *w, int rows, int cols, const flo
 int cuda_test_matvec_glu(int type, const void *wg, const void *wu, int rows, int cols,
                          const float *x, int n, const float *nw, float eps, int act, int path,
                          float *y, wk_error *err);
+// y = (W x, W' x, W6 x) for one token through the default context's
+// kernels (path 6, dependent launch): W ra rows and W' rb rows of `type`
+// (contiguous in w), W6 r6 rows of Q6_K, as a layer's Q, K and V; with nw,
+// rmsnorm(x) * nw folded in. split: the two types as separate launches
+// (WICK_CUDA_PAIR=0). *paired: whether one launch (cu_matvec_pair) took them.
+int cuda_test_matvec_pair(int type, const void *w, int ra, int rb, const void *w6, int r6,
+                          int cols, const float *x, const float *nw, float eps, int split,
+                          float *y, int *paired, wk_error *err);
 // out (n x cols) = scale * row ids[i] of W.
 int cuda_test_embed(int type, const void *w, int rows, int cols, const int32_t *ids, int n,
                     float scale, float *out, wk_error *err);

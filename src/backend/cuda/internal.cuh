@@ -62,6 +62,7 @@ struct cu_ctx {
   int mv_max_tokens;      // at most this many tokens take the matrix-vector path
   int mv_f32x;            // matrix-vector kernels: MV_INT8, MV_F32X, MV_STREAM or MV_REG (below)
   int mv_glu_off;         // 1: gate/up and the gated unit as separate launches
+  int mv_pair_off;        // 1: Q4_K/Q5_K and Q6_K products of one x as separate launches
   int mv_wide;            // Q4_K/Q5_K rows of <= 8192 columns on the register kernel's wide
                           // format: WIDE_FILLS (where its grid fills the SMs), WIDE_OFF,
                           // WIDE_ALL (matvec.cu)
@@ -140,6 +141,13 @@ int cu_matmul(cu_ctx *c, const cu_weight *w, const float *x, int n, float *y, fl
 // (where cu_matvec_fold_ok), ws[i] (rmsnorm(x) * xn->w) instead.
 int cu_matvec_multi(cu_ctx *c, const cu_weight *const *ws, float *const *ys, int nw,
                     const float *x, const cu_xnorm *xn, int n, float beta, wk_error *err);
+// ws[0..n1) of one type (Q4_K or Q5_K) then ws[n1..nw) of Q6_K, all of one
+// row length, reading one x (a Q4_K_M layer's Q, K, then V): one launch for
+// both types where the context's kernels and the shapes allow (one token, the
+// register kernel's wide format for the first type); *done says whether it
+// launched (else the caller launches each type's run with cu_matvec_multi).
+int cu_matvec_pair(cu_ctx *c, const cu_weight *const *ws, float *const *ys, int n1, int nw,
+                   const float *x, const cu_xnorm *xn, int n, bool *done, wk_error *err);
 // Whether cu_matvec_multi / cu_matvec_glu can fold an RMSNorm into w's
 // product under c's kernel choice (the streamed kernel: every quantized type
 // by default, every type with MV_STREAM).

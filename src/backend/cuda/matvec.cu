@@ -310,6 +310,50 @@ int cu_matvec_multi(cu_ctx *c, const cu_weight *const *ws, float *const *ys, int
   return WICK_OK;
 }
 
+// cu_matvec_pair's launch: js1 on the wide format of T1, js2 (Q6_K) on its
+// register-kernel format (mvr_launch2); cudaErrorInvalidValue where the wide
+// format would not fill the SMs alone or the grids do not fit one wave.
+template <int T1>
+static cudaError_t launch_pair(const cu_ctx *c, mv_jobs j1, mv_jobs j2, int cols, const float *x) {
+  if (c->mv_wide != WIDE_ALL && !mvr_wide_fills<T1, false>(j1, 1)) return cudaErrorInvalidValue;
+  using W = mvr_w4_cfg<T1, false>;
+  using C = mvr_cfg<WK_Q6_K, false>;
+  static_assert(W::NT == C::NT, "one block size for both grids");
+  return mvr_launch2<T1, mvr_wide4<T1>, W::RW, W::D, WK_Q6_K, mvr_fmt<WK_Q6_K>, C::RW, C::D, W::NT>(
+      j1, j2, cols, x, c->pdl != 0, c->st);
+}
+
+int cu_matvec_pair(cu_ctx *c, const cu_weight *const *ws, float *const *ys, int n1, int nw,
+                   const float *x, const cu_xnorm *xn, int n, bool *done, wk_error *err) {
+  *done = false;
+  if (c->mv_pair_off || n != 1 || n1 < 1 || n1 >= nw || nw > 3) return WICK_OK;
+  const int t1 = ws[0]->type, cols = ws[0]->cols;
+  if ((t1 != WK_Q4_K && t1 != WK_Q5_K) || cols > 8192 || cols % 256 || c->mv_wide == WIDE_OFF ||
+      c->mv_s11)
+    return WICK_OK;
+  for (int i = 0; i < nw; i++)
+    if (ws[i]->type != (i < n1 ? t1 : WK_Q6_K) || ws[i]->cols != cols) return WICK_OK;
+  if (kernel_for(c, t1) != KER_MVR || kernel_for(c, WK_Q6_K) != KER_MVR) return WICK_OK;
+  mv_jobs j1 = {}, j2 = {};
+  for (int i = 0; i < nw; i++) {
+    mv_jobs *js = i < n1 ? &j1 : &j2;
+    js->j[js->n++] = {ws[i]->d, ws[i]->row_bytes, ws[i]->rows, 0, ys[i]};
+  }
+  set_norm(&j1, xn), set_norm(&j2, xn);
+  j1.mvr = j2.mvr = c->mv_mvr;
+  j1.pf = j2.pf = c->mv_pf;
+  cudaError_t e = t1 == WK_Q4_K ? launch_pair<WK_Q4_K>(c, j1, j2, cols, x)
+                                : launch_pair<WK_Q5_K>(c, j1, j2, cols, x);
+  if (e == cudaErrorInvalidValue) {  // the caller launches the runs apart
+    cudaGetLastError();
+    return WICK_OK;
+  }
+  CK(e);
+  CK_LAUNCH();
+  *done = true;
+  return WICK_OK;
+}
+
 // Every kernel but v4 fuses gate/up (launch_glu).
 bool cu_matvec_glu_ok(const cu_ctx *c, const cu_weight *wg, const cu_weight *wu, int n) {
   int k = kernel_for(c, wg->type);

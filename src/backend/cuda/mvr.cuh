@@ -599,8 +599,10 @@ static __host__ __device__ __forceinline__ bool mvr_late(int opts) {
 // arithmetic throughout (n = q d + r: n w / d = q w + r w / d).
 struct mvr_share {
   int g0, q, r, nw;  // the block's first group; its groups = q nw + r
-  __device__ mvr_share(int units, int groups, int nwarps) : nw(nwarps) {
-    const int gx = gridDim.x, bx = blockIdx.x, uq = units / gx, ur = units % gx;
+  // bx of gx blocks (k_mvr2: a block of one of its two grids)
+  __device__ mvr_share(int units, int groups, int nwarps, int bx = blockIdx.x, int gx = gridDim.x)
+      : nw(nwarps) {
+    const int uq = units / gx, ur = units % gx;
     const int u0 = uq * bx + ur * bx / gx, u1 = uq * (bx + 1) + ur * (bx + 1) / gx;
     const int n = (u1 - u0) * groups;
     g0 = u0 * groups, q = n / nw, r = n % nw;
@@ -661,10 +663,11 @@ static __device__ __forceinline__ void mvr_ring(R *w, int total, L &load, C &com
 // unit's groups of items (mvr_share).
 template <int NTOK, int M, int RW, class E>
 static __device__ __forceinline__ void mvr_join(const float (*part)[2][NTOK][M][RW], int units,
-                                                int groups, int nw, int ntk, E emit) {
+                                                int groups, int nw, int ntk, E emit,
+                                                int bx = blockIdx.x, int gx = gridDim.x) {
   const int wb = threadIdx.x;
   if (wb < 1 || wb >= nw) return;
-  const mvr_share sh(units, groups, nw);
+  const mvr_share sh(units, groups, nw, bx, gx);
   const int G = groups, sb = sh.at(wb), u = sb / G, u0 = u * G;
   if (sb % G == 0 || sh.at(wb - 1) > u0) return;
   for (int t = 0; t < ntk; t++) {
@@ -692,9 +695,12 @@ static __device__ __forceinline__ void mvr_join(const float (*part)[2][NTOK][M][
 // each lane's weights are loaded once and multiplied with every token's x
 // (staged one after the other in shared memory), so a batch of up to NTOK
 // tokens reads the matrix once.
-template <int T, int NT, int RW, int D, bool GLU, class F = mvr_fmt<T>, int NTOK = 1>
-__global__ void __launch_bounds__(NT, 1) k_mvr(mv_jobs js, int cols, const float *__restrict__ x,
-                                               float beta, int act, int n) {
+// mvr_body: the kernel's work as block bx of a grid of gx blocks (k_mvr:
+// the launch's own; k_mvr2: one of its two grids).
+template <int T, int NT, int RW, int D, bool GLU, class F, int NTOK>
+static __device__ __forceinline__ void mvr_body(const mv_jobs &js, int cols,
+                                                const float *__restrict__ x, float beta, int act,
+                                                int n, int bx, int gx) {
   using W = typename F::w_t;
   constexpr bool F32X = mvr_f32x<T>::value;
   constexpr int BPS = 32 / F::LPB, BYTES = qtype<T>::BYTES, M = GLU ? 2 : 1;
@@ -718,10 +724,10 @@ __global__ void __launch_bounds__(NT, 1) k_mvr(mv_jobs js, int cols, const float
   const bool whole = mvr_whole<T>(js.mvr);
   int fu, fi = 0, us = 1, total;
   if (whole) {
-    const int gw = blockIdx.x * nw + warp, tw = gridDim.x * nw;
+    const int gw = bx * nw + warp, tw = gx * nw;
     fu = gw, us = tw, total = gw < units ? ((units - 1 - gw) / tw + 1) * items : 0;
   } else {
-    const mvr_share sh(units, items / M, nw);
+    const mvr_share sh(units, items / M, nw, bx, gx);
     const int s0 = sh.at(warp) * M;
     total = sh.at(warp + 1) * M - s0, fu = s0 / items, fi = s0 % items;
   }
@@ -879,7 +885,28 @@ __global__ void __launch_bounds__(NT, 1) k_mvr(mv_jobs js, int cols, const float
 
   if (whole) return;
   __syncthreads();
-  mvr_join<NTOK, M, RW>(part, units, items / M, nw, ntk, emit);
+  mvr_join<NTOK, M, RW>(part, units, items / M, nw, ntk, emit, bx, gx);
+}
+
+template <int T, int NT, int RW, int D, bool GLU, class F = mvr_fmt<T>, int NTOK = 1>
+__global__ void __launch_bounds__(NT, 1) k_mvr(mv_jobs js, int cols, const float *__restrict__ x,
+                                               float beta, int act, int n) {
+  mvr_body<T, NT, RW, D, GLU, F, NTOK>(js, cols, x, beta, act, n, blockIdx.x, gridDim.x);
+}
+
+// Two products of one x in one launch (decode, one token), each on its own
+// format: blocks [0, b1) are the first's grid (jobs j1: type T1, format F1),
+// the rest the second's (j2: T2, F2). A Q4_K_M layer's Q and K (Q4_K) and V
+// (Q6_K) take one launch so, not two: a launch boundary costs ~3.6 us of a
+// dependent product (docs/CUDA.md, session 9).
+template <int T1, class F1, int RW1, int D1, int T2, class F2, int RW2, int D2, int NT>
+__global__ void __launch_bounds__(NT, 1) k_mvr2(mv_jobs j1, mv_jobs j2, int b1, int cols,
+                                                const float *__restrict__ x) {
+  if ((int)blockIdx.x < b1)
+    mvr_body<T1, NT, RW1, D1, false, F1, 1>(j1, cols, x, 0.0f, 0, 1, blockIdx.x, b1);
+  else
+    mvr_body<T2, NT, RW2, D2, false, F2, 1>(j2, cols, x, 0.0f, 0, 1, blockIdx.x - b1,
+                                             gridDim.x - b1);
 }
 
 // Shape per type and kind (GLU: gate/up): NT threads at most a block, RW
@@ -999,6 +1026,51 @@ static cudaError_t mvr_launch(mv_jobs js, int cols, const float *x, int n, float
     js.mvr |= MVR_PRE, x = (const float *)pre;
   }
   return cu_launch(pdl, st, dim3(blocks, ny), dim3(nt), smem, kern, js, cols, x, beta, act, n);
+}
+
+// Launches k_mvr2 for one token: js1's products (all rows of type T1, in
+// format F1) on the first share of one wave of NT-thread blocks, js2's on
+// the rest, each share a whole-units grid (mvr_whole_blocks) as mvr_launch
+// makes it, the wave split in proportion to the bytes. cudaErrorInvalidValue
+// where the two grids do not fit in one wave or x in shared memory (the
+// caller then launches them apart).
+template <int T1, class F1, int RW1, int D1, int T2, class F2, int RW2, int D2, int NT>
+static cudaError_t mvr_launch2(mv_jobs j1, mv_jobs j2, int cols, const float *x, bool pdl,
+                               cudaStream_t st) {
+  static_assert(!mvr_f32x<T1>::value && !mvr_f32x<T2>::value, "whole-unit grids only");
+  long u1 = 0, u2 = 0;
+  double by1 = 0, by2 = 0;
+  for (int i = 0; i < j1.n; i++) {
+    u1 += j1.j[i].nblk = cu_div_up(j1.j[i].rows, RW1);
+    by1 += (double)j1.j[i].rows * j1.j[i].row_bytes;
+  }
+  for (int i = 0; i < j2.n; i++) {
+    u2 += j2.j[i].nblk = cu_div_up(j2.j[i].rows, RW2);
+    by2 += (double)j2.j[i].rows * j2.j[i].row_bytes;
+  }
+  if (u1 == 0 || u2 == 0) return cudaErrorInvalidValue;
+  const size_t x1 = mvr_xbytes<T1>(cols), x2 = mvr_xbytes<T2>(cols), smem = x1 > x2 ? x1 : x2;
+  auto kern = k_mvr2<T1, F1, RW1, D1, T2, F2, RW2, D2, NT>;
+  if (smem > 48 * 1024 &&
+      cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) !=
+          cudaSuccess) {
+    cudaGetLastError();
+    return cudaErrorInvalidValue;
+  }
+  int dev = 0, sms = 0, per_sm = 0;
+  cudaError_t e;
+  if ((e = cudaGetDevice(&dev)) != cudaSuccess ||
+      (e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)) != cudaSuccess ||
+      (e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, NT, smem)) != cudaSuccess)
+    return e;
+  const long wave = (long)per_sm * sms, nw = NT / 32;
+  long w1 = (long)(wave * by1 / (by1 + by2) + 0.5);
+  w1 = w1 < 1 ? 1 : w1 > wave - 1 ? wave - 1 : w1;
+  const int b1 = mvr_whole_blocks(u1, w1, (int)nw);
+  if (b1 >= wave) return cudaErrorInvalidValue;
+  const int b2 = mvr_whole_blocks(u2, wave - b1, (int)nw);
+  if (b1 + b2 > wave) return cudaErrorInvalidValue;
+  return cu_launch(pdl, st, dim3(b1 + b2), dim3(NT), smem, kern, j1, j2, b1, cols, x);
 }
 
 #include "backend/cuda/mvr_w4.cuh"    // the wide K-quant formats
