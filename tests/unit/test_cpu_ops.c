@@ -196,15 +196,16 @@ static void attention_case(wk_pool *pool, const att_case *tc, bool avx2, bool f1
     fill(kk[s], n, 1.5f), fill(vv[s], n, 1);
     for (size_t i = 0; f16 && i < n; i++)
       kk[s][i] = wk_f16_to_f32(wk_f32_to_f16(kk[s][i])), vv[s][i] = wk_f16_to_f32(wk_f32_to_f16(vv[s][i]));
-    for (int p = 0; p < len[s]; p++) {
-      size_t slot = (size_t)tab[s][p / BS] * BS + p % BS;
-      memcpy(kc + slot * kv_dim, kk[s] + (size_t)p * kv_dim, kv_dim * sizeof(float));
-      memcpy(vc + slot * kv_dim, vv[s] + (size_t)p * kv_dim, kv_dim * sizeof(float));
-      for (int i = 0; i < kv_dim; i++) {
-        hk[slot * kv_dim + i] = wk_f32_to_f16(kk[s][(size_t)p * kv_dim + i]);
-        hv[slot * kv_dim + i] = wk_f32_to_f16(vv[s][(size_t)p * kv_dim + i]);
+    // The cache's layout (cpu_ctx.h): [block][kv head][row of the block][HD].
+    for (int p = 0; p < len[s]; p++)
+      for (int h = 0; h < NKV; h++) {
+        const size_t at = (((size_t)tab[s][p / BS] * NKV + h) * BS + p % BS) * HD;
+        const float *ks = kk[s] + (size_t)p * kv_dim + (size_t)h * HD;
+        const float *vs = vv[s] + (size_t)p * kv_dim + (size_t)h * HD;
+        memcpy(kc + at, ks, HD * sizeof(float));
+        memcpy(vc + at, vs, HD * sizeof(float));
+        for (int i = 0; i < HD; i++) hk[at + i] = wk_f32_to_f16(ks[i]), hv[at + i] = wk_f32_to_f16(vs[i]);
       }
-    }
   }
   // Sequence 1's tokens first in the batch, then sequence 0's.
   wk_seq seqs[2] = {{tab[0], nb[0], tc->past[0], tc->n_new[0], tc->n_new[1]},
@@ -502,15 +503,17 @@ static void test_fused(wk_pool *pool) {
   cpu_rmsnorm(q2, q2, qn, T * NH, HD, 1e-6f), cpu_rmsnorm(k2, k2, kn, T * NKV, HD, 1e-6f);
   cpu_rope_apply(&p.rope, q2, NH, k2, NKV, T, tok_pos);
   CHECK(!memcmp(q, q2, sizeof q) && !memcmp(k, k2, sizeof k), "qkv_post: q or k differs");
-  int stored = 1;
-  for (int t = 0; t < T; t++) {
-    int pos = 3 + t;
-    size_t slot = (size_t)blocks[pos / BS] * BS + pos % BS;
-    stored &= !memcmp(kc + slot * NKV * HD, k2 + t * NKV * HD, NKV * HD * sizeof(float));
-    stored &= !memcmp(vc + slot * NKV * HD, v2 + t * NKV * HD, NKV * HD * sizeof(float));
-  }
+  int stored = 1;  // at [block][kv head][row of the block][HD] (cpu_ctx.h)
+  for (int t = 0; t < T; t++)
+    for (int h = 0; h < NKV; h++) {
+      const int pos = 3 + t;
+      const size_t at = (((size_t)blocks[pos / BS] * NKV + h) * BS + pos % BS) * HD;
+      stored &= !memcmp(kc + at, k2 + (t * NKV + h) * HD, HD * sizeof(float));
+      stored &= !memcmp(vc + at, v2 + (t * NKV + h) * HD, HD * sizeof(float));
+    }
   CHECK(stored, "qkv_post: cache rows differ");
-  CHECK(isnan(kc[(size_t)blocks[0] * BS * NKV * HD]), "qkv_post wrote position 0");
+  for (int h = 0; h < NKV; h++)  // each head's row of position 0 (not in the batch)
+    CHECK(isnan(kc[((size_t)blocks[0] * NKV + h) * BS * HD]), "qkv_post wrote position 0");
 }
 
 // The fast dequantizers must equal the reference bit for bit.

@@ -73,7 +73,8 @@ static size_t split_part(const cpu_attn *a) {
 }
 
 size_t cpu_attn_partial(int n_heads, int n_kv_heads, int head_dim, int n_threads) {
-  return (size_t)(4 * n_threads) * (size_t)(n_heads / n_kv_heads) * ((size_t)head_dim + 2);
+  (void)n_kv_heads;  // decode items take every KV head
+  return (size_t)(4 * n_threads) * (size_t)n_heads * ((size_t)head_dim + 2);
 }
 
 // Per thread: the accumulators, m, l and scores of an item's queries, then a
@@ -381,24 +382,27 @@ INL void block3(const float *q0, const void *kb, const void *vb, size_t rs, bool
   pv8x3(ac3, w3, vb, rs, h16, vlo, vhi, hd);
 }
 
-// One work item: tokens [t0, t0 + nt) of sequence si, KV head h, over the KV
-// blocks [bf, bl] of the ones visible to the tile (bf < 0: all of them). With
+// One work item: tokens [t0, t0 + nt) of sequence si, KV heads [h0, h0 +
+// nh), over the KV blocks [bf, bl] of the ones visible to the tile (bf < 0:
+// all of them), each block taken by every head of the item in turn. With
 // part, the unnormalized state (m[nq], l[nq], acc[nq][hd]) goes there for
 // merge_parts instead of the result to a->out.
-INL void attend_item(const cpu_attn *a, int si, int t0, int nt, int h, int bf, int bl,
+INL void attend_item(const cpu_attn *a, int si, int t0, int nt, int h0, int nh, int bf, int bl,
                      float *scratch, float *part, bool h16, int hd) {
   const int G = a->n_heads / a->n_kv_heads, bs = a->block_size;
-  const int nq = G * nt, ss = score_stride(bs);
+  const int nqh = G * nt, nq = nqh * nh, ss = score_stride(bs);
   const bool vec = hd % 8 == 0;
-  const size_t kv_dim = (size_t)a->n_kv_heads * (size_t)hd;
+  const size_t nkv = (size_t)a->n_kv_heads;
   float *acc = scratch, *m = acc + (size_t)nq * hd, *l = m + nq, *S = l + nq;
   float *kbuf = scratch + a->scratch_per_thread - 2 * (size_t)bs * hd, *vbuf = kbuf + (size_t)bs * hd;
   const wk_seq *s = &a->seqs[si];
   const int p0 = a->tok_pos[t0], p1 = p0 + nt - 1;
   int lo = a->window > 0 ? p0 - a->window + 1 : 0;
   if (lo < 0) lo = 0;
-  // Query i is head h * G + i % G of token t0 + i / G.
-#define QROW(i) (a->q + ((size_t)(t0 + (i) / G) * (size_t)a->n_heads + (size_t)h * G + (i) % G) * hd)
+  // Query i is head (h0 + i / nqh) * G + i % G of token t0 + (i % nqh) / G.
+#define QROW(i)                                                                              \
+  (a->q + ((size_t)(t0 + (i) % nqh / G) * (size_t)a->n_heads + (size_t)(h0 + (i) / nqh) * G + \
+           (i) % G) * hd)
   memset(acc, 0, (size_t)nq * hd * sizeof *acc);
   for (int i = 0; i < nq; i++) m[i] = -INFINITY, l[i] = 0;
   if (bf < 0) bf = lo / bs, bl = p1 / bs;
@@ -406,30 +410,31 @@ INL void attend_item(const cpu_attn *a, int si, int t0, int nt, int h, int bf, i
     const int j0 = b * bs > lo ? b * bs : lo;
     const int j1 = b * bs + bs - 1 < p1 ? b * bs + bs - 1 : p1;
     const int nj = j1 - j0 + 1, n8 = (nj + 7) & ~7;
-    const size_t base = ((size_t)s->blocks[b] * bs + (size_t)(j0 - b * bs)) * kv_dim +
-                        (size_t)h * hd;
+    for (int u = 0; u < nh; u++) {  // the item's heads: queries [u nqh, (u + 1) nqh)
+    const int h = h0 + u;
+    // Head h's rows of the block (cpu_ctx.h: a block's rows of one head lie
+    // together, hd elements apart).
+    const size_t base = (((size_t)s->blocks[b] * nkv + (size_t)h) * bs + (size_t)(j0 - b * bs)) * hd;
     if (!a->kv_f16 && b < bl) {
       // The next block's f32 K rows of head h, ahead of their use: from
       // memory the three-query scores (four rows a step) wait on them
       // otherwise. f16 rows gain nothing from it.
-      const float *kn = (const float *)a->k_cache + (size_t)s->blocks[b + 1] * bs * kv_dim +
-                        (size_t)h * hd;
-      for (int j = 0; j < bs; j++)
-        for (int o = 0; o < hd + 15; o += 16) __builtin_prefetch(kn + (size_t)j * kv_dim + o);
+      const float *kn = (const float *)a->k_cache + ((size_t)s->blocks[b + 1] * nkv + h) * bs * hd;
+      for (int o = 0; o < bs * hd; o += 16) __builtin_prefetch(kn + o);
     }
     // The block's K and V rows of head h, rs elements apart: f16 ones read in
     // place by the vector kernels of the f16 item (h16), else f32 ones.
     const void *kb = (const float *)a->k_cache + base, *vb = (const float *)a->v_cache + base;
-    size_t rs = kv_dim;
+    size_t rs = (size_t)hd;
     const bool in_place = h16 && vec;
     if (in_place) {
       kb = (const uint16_t *)a->k_cache + base, vb = (const uint16_t *)a->v_cache + base;
     } else if (a->kv_f16) {
-      rows_f16_f32(kbuf, (const uint16_t *)a->k_cache + base, nj, hd, kv_dim);
-      rows_f16_f32(vbuf, (const uint16_t *)a->v_cache + base, nj, hd, kv_dim);
+      rows_f16_f32(kbuf, (const uint16_t *)a->k_cache + base, nj, hd, (size_t)hd);
+      rows_f16_f32(vbuf, (const uint16_t *)a->v_cache + base, nj, hd, (size_t)hd);
       kb = kbuf, vb = vbuf, rs = (size_t)hd;
     }
-    for (int i = 0, t = 0; t < nt; t++) {
+    for (int i = u * nqh, t = 0; t < nt; t++) {
       const int p = p0 + t, qlo = a->window > 0 ? p - a->window + 1 : 0;
       // Rows [vlo, vhi] of the block are visible to token t0 + t.
       const int vlo = qlo - j0, vhi = p - j0 < nj - 1 ? p - j0 : nj - 1;
@@ -472,6 +477,7 @@ INL void attend_item(const cpu_attn *a, int si, int t0, int nt, int h, int bf, i
         }
       }
     }
+    }
   }
   if (part) {
     memcpy(part, m, 2 * (size_t)nq * sizeof *part);  // m, l
@@ -489,29 +495,30 @@ INL void attend_item(const cpu_attn *a, int si, int t0, int nt, int h, int bf, i
 #undef QROW
 }
 
-VEC8_AVX2 static void item_avx2(const cpu_attn *a, int si, int t0, int nt, int h, int bf,
-                                int bl, float *scratch, float *part) {
-  attend_item(a, si, t0, nt, h, bf, bl, scratch, part, false, a->head_dim);
+VEC8_AVX2 static void item_avx2(const cpu_attn *a, int si, int t0, int nt, int h, int nh,
+                                int bf, int bl, float *scratch, float *part) {
+  attend_item(a, si, t0, nt, h, nh, bf, bl, scratch, part, false, a->head_dim);
 }
 
 // f16 K and V (AVX2 machines only), converted as the vector kernels load them.
 __attribute__((target("avx2,fma,f16c"))) static void item_f16(const cpu_attn *a, int si,
-                                                              int t0, int nt, int h, int bf,
-                                                              int bl, float *scratch,
+                                                              int t0, int nt, int h, int nh,
+                                                              int bf, int bl, float *scratch,
                                                               float *part) {
-  if (a->head_dim == 64) attend_item(a, si, t0, nt, h, bf, bl, scratch, part, true, 64);
-  else attend_item(a, si, t0, nt, h, bf, bl, scratch, part, true, a->head_dim);
+  if (a->head_dim == 64) attend_item(a, si, t0, nt, h, nh, bf, bl, scratch, part, true, 64);
+  else attend_item(a, si, t0, nt, h, nh, bf, bl, scratch, part, true, a->head_dim);
 }
 
-static void item_base(const cpu_attn *a, int si, int t0, int nt, int h, int bf, int bl,
+static void item_base(const cpu_attn *a, int si, int t0, int nt, int h, int nh, int bf, int bl,
                       float *scratch, float *part) {
-  attend_item(a, si, t0, nt, h, bf, bl, scratch, part, false, a->head_dim);
+  attend_item(a, si, t0, nt, h, nh, bf, bl, scratch, part, false, a->head_dim);
 }
 
 typedef struct att_job {
   const cpu_attn *a;
   int qt;              // query tokens per tile
   int ns;              // splits of each item's KV blocks (decode batches only)
+  int nh;              // KV heads an item: all of them for decode batches, else 1
   long total;          // items * ns
   atomic_long next;    // next unclaimed item
 } att_job;
@@ -526,9 +533,9 @@ static void att_run(void *ctx, int ith, int nth) {
   for (;;) {
     const long cs = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed);
     if (cs >= j->total) return;
-    const long c = cs / j->ns;
-    const int h = (int)(c % a->n_kv_heads);
-    long tile = c / a->n_kv_heads;
+    const long c = cs / j->ns, per_tile = a->n_kv_heads / j->nh;  // items a tile
+    const int h = (int)(c % per_tile) * j->nh;
+    long tile = c / per_tile;
     int si = 0;
     while (tile >= seq_tiles(&a->seqs[si], j->qt)) tile -= seq_tiles(&a->seqs[si++], j->qt);
     const wk_seq *s = &a->seqs[si];
@@ -543,35 +550,38 @@ static void att_run(void *ctx, int ith, int nth) {
       const int b0 = lo / bs, nb = p / bs - b0 + 1;
       bf = b0 + (int)((long)nb * sp / j->ns);
       bl = b0 + (int)((long)nb * (sp + 1) / j->ns) - 1;
-      part = a->partial + (size_t)cs * split_part(a);
+      part = a->partial + (size_t)cs * split_part(a) * (size_t)j->nh;
     }
-    if (a->kv_f16) item_f16(a, si, t0, nt, h, bf, bl, scratch, part);
-    else if (a->avx2) item_avx2(a, si, t0, nt, h, bf, bl, scratch, part);
-    else item_base(a, si, t0, nt, h, bf, bl, scratch, part);
+    if (a->kv_f16) item_f16(a, si, t0, nt, h, j->nh, bf, bl, scratch, part);
+    else if (a->avx2) item_avx2(a, si, t0, nt, h, j->nh, bf, bl, scratch, part);
+    else item_base(a, si, t0, nt, h, j->nh, bf, bl, scratch, part);
   }
 }
 
 // Combines the ns partial states of every decode item into a->out.
-static void merge_parts(const cpu_attn *a, long items, int ns) {
-  const int G = a->n_heads / a->n_kv_heads, hd = a->head_dim;
+// An item's state holds Q = nh G queries (its nh KV heads' G each).
+static void merge_parts(const cpu_attn *a, long items, int ns, int nh) {
+  const int G = a->n_heads / a->n_kv_heads, hd = a->head_dim, Q = nh * G;
+  const long per_tok = a->n_kv_heads / nh;  // items a token
+  const size_t sp_floats = split_part(a) * (size_t)nh;
   for (long c = 0; c < items; c++) {
-    const int h = (int)(c % a->n_kv_heads);
-    long t = c / a->n_kv_heads, si = 0;
+    const int h0 = (int)(c % per_tok) * nh;
+    long t = c / per_tok, si = 0;
     while (t >= a->seqs[si].n_new) t -= a->seqs[si++].n_new;
     const int tok = a->seqs[si].first + (int)t;
-    for (int i = 0; i < G; i++) {
+    for (int i = 0; i < Q; i++) {
       float mx = -INFINITY, l = 0;
       for (int sp = 0; sp < ns; sp++) {
-        const float m = a->partial[(size_t)(c * ns + sp) * split_part(a) + i];
+        const float m = a->partial[(size_t)(c * ns + sp) * sp_floats + i];
         mx = m > mx ? m : mx;
       }
-      float *out = a->out + ((size_t)tok * a->n_heads + (size_t)h * G + i) * hd;
+      float *out = a->out + ((size_t)tok * a->n_heads + (size_t)h0 * G + i) * hd;
       memset(out, 0, (size_t)hd * sizeof *out);
       for (int sp = 0; sp < ns; sp++) {
-        const float *pp = a->partial + (size_t)(c * ns + sp) * split_part(a);
+        const float *pp = a->partial + (size_t)(c * ns + sp) * sp_floats;
         if (pp[i] == -INFINITY) continue;  // nothing visible in this split
-        const float w = expf(pp[i] - mx), *acc = pp + 2 * G + (size_t)i * hd;
-        l += pp[G + i] * w;
+        const float w = expf(pp[i] - mx), *acc = pp + 2 * Q + (size_t)i * hd;
+        l += pp[Q + i] * w;
         for (int d = 0; d < hd; d++) out[d] += acc[d] * w;
       }
       for (int d = 0; d < hd; d++) out[d] /= l;
@@ -584,17 +594,25 @@ void cpu_attention(wk_pool *pool, const cpu_attn *a) {
   const int g = a->n_heads / a->n_kv_heads;
   WK_ASSERT(a->scratch_per_thread >=
             cpu_attn_scratch(a->n_heads, a->n_kv_heads, a->head_dim, a->block_size));
-  att_job j = {.a = a, .qt = tile_tokens(g, a->head_dim), .ns = 1};
-  for (int i = 0; i < a->n_seqs; i++) j.total += seq_tiles(&a->seqs[i], j.qt) * a->n_kv_heads;
+  att_job j = {.a = a, .qt = tile_tokens(g, a->head_dim), .ns = 1, .nh = 1};
+  long tiles = 0;
+  for (int i = 0; i < a->n_seqs; i++) tiles += seq_tiles(&a->seqs[i], j.qt);
+  // A decode batch (a token a tile): an item takes every KV head of its
+  // token, so that it reads each block's rows front to back, one stream
+  // (cpu_ctx.h's layout). Prompts keep an item a head (their tiles read the
+  // same blocks again, from cache).
+  const bool dec = a->n_tokens == tiles;
+  if (dec && a->n_heads <= g * j.qt) j.nh = a->n_kv_heads;  // the scratch holds its queries
+  const long items = tiles * (a->n_kv_heads / j.nh);
   const int nth = wk_pool_size(pool);
-  const long items = j.total;
-  // Decode with fewer items than 2 per thread: split the KV blocks of each.
-  if (nth > 1 && a->n_tokens == items / a->n_kv_heads && items < 2L * nth) {
+  // Decode with fewer items than 2 per thread: split the KV blocks of each
+  // (at least ATT_SPLIT_MIN positions of one head a split).
+  if (nth > 1 && dec && items < 2L * nth) {
     int longest = 0;
     for (int i = 0; i < a->n_tokens; i++) longest = a->tok_pos[i] > longest ? a->tok_pos[i] : longest;
     int ns = (int)((2L * nth + items - 1) / items);
-    while (ns > 1 && ((size_t)(items * ns) * split_part(a) > a->partial_floats ||
-                      longest < ATT_SPLIT_MIN * ns))
+    while (ns > 1 && ((size_t)(items * ns) * split_part(a) * (size_t)j.nh > a->partial_floats ||
+                      (long)longest * j.nh < (long)ATT_SPLIT_MIN * ns))
       ns--;
     j.ns = ns;
   }
@@ -602,5 +620,5 @@ void cpu_attention(wk_pool *pool, const cpu_attn *a) {
   atomic_init(&j.next, 0);
   if (j.total <= 1 || nth == 1) att_run(&j, 0, 1);
   else wk_pool_run(pool, att_run, &j);
-  if (j.ns > 1) merge_parts(a, items, j.ns);
+  if (j.ns > 1) merge_parts(a, items, j.ns, j.nh);
 }

@@ -83,14 +83,19 @@ static void qkv_run(void *ctx, int ith, int nth) {
     rotate_token(&p->rope, q, p->n_heads, cs);
     rotate_token(&p->rope, k, p->n_kv_heads, cs);
     const wk_seq *s = &p->seqs[p->tok_seq[t]];
-    const int bs = p->block_size;
-    const size_t slot = (size_t)s->blocks[pos / bs] * (size_t)bs + (size_t)(pos % bs);
-    if (p->kv_f16) {
-      cpu_f32_to_f16c((uint16_t *)p->k_cache + slot * kv_row, k, kv_row);
-      cpu_f32_to_f16c((uint16_t *)p->v_cache + slot * kv_row, v, kv_row);
-    } else {
-      memcpy((float *)p->k_cache + slot * kv_row, k, kv_row * sizeof(float));
-      memcpy((float *)p->v_cache + slot * kv_row, v, kv_row * sizeof(float));
+    // Head h's row of the position: row pos % bs of the block's rows of head
+    // h (cpu_ctx.h's layout).
+    const size_t bs = (size_t)p->block_size, blk = (size_t)s->blocks[pos / (int)bs];
+    for (int h = 0; h < p->n_kv_heads; h++) {
+      const size_t at = ((blk * (size_t)p->n_kv_heads + (size_t)h) * bs + (size_t)pos % bs) * hd;
+      const float *kh = k + (size_t)h * hd, *vh = v + (size_t)h * hd;
+      if (p->kv_f16) {
+        cpu_f32_to_f16c((uint16_t *)p->k_cache + at, kh, (size_t)hd);
+        cpu_f32_to_f16c((uint16_t *)p->v_cache + at, vh, (size_t)hd);
+      } else {
+        memcpy((float *)p->k_cache + at, kh, (size_t)hd * sizeof(float));
+        memcpy((float *)p->v_cache + at, vh, (size_t)hd * sizeof(float));
+      }
     }
   }
 }
