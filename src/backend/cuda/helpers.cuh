@@ -80,6 +80,26 @@ static __device__ __forceinline__ float block_max(float v, float *scratch) {
 
 static inline int cu_div_up(long a, long b) { return (int)((a + b - 1) / b); }
 
+// For a launch of kern in blocks of nt threads with smem bytes of dynamic
+// shared memory (more than 48 KB allowed first): the SM count and how many
+// such blocks an SM holds. cudaErrorInvalidValue where the shared memory
+// cannot be had (the caller takes another kernel or shape).
+template <class K>
+static cudaError_t cu_occupancy(K kern, int nt, size_t smem, int *sms, int *per_sm) {
+  if (smem > 48 * 1024 &&
+      cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) !=
+          cudaSuccess) {
+    cudaGetLastError();
+    return cudaErrorInvalidValue;
+  }
+  int dev = 0;
+  cudaError_t e;
+  if ((e = cudaGetDevice(&dev)) != cudaSuccess ||
+      (e = cudaDeviceGetAttribute(sms, cudaDevAttrMultiProcessorCount, dev)) != cudaSuccess)
+    return e;
+  return cudaOccupancyMaxActiveBlocksPerMultiprocessor(per_sm, kern, nt, smem);
+}
+
 // Programmatic dependent launch (cu_launch with pdl): a kernel may start
 // while the previous kernel of its stream still runs. It calls pdl_wait()
 // before it reads what an earlier kernel wrote or writes what one reads

@@ -1051,18 +1051,9 @@ static cudaError_t mvr_launch2(mv_jobs j1, mv_jobs j2, int cols, const float *x,
   if (u1 == 0 || u2 == 0) return cudaErrorInvalidValue;
   const size_t x1 = mvr_xbytes<T1>(cols), x2 = mvr_xbytes<T2>(cols), smem = x1 > x2 ? x1 : x2;
   auto kern = k_mvr2<T1, F1, RW1, D1, T2, F2, RW2, D2, NT>;
-  if (smem > 48 * 1024 &&
-      cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) !=
-          cudaSuccess) {
-    cudaGetLastError();
-    return cudaErrorInvalidValue;
-  }
-  int dev = 0, sms = 0, per_sm = 0;
-  cudaError_t e;
-  if ((e = cudaGetDevice(&dev)) != cudaSuccess ||
-      (e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)) != cudaSuccess ||
-      (e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, NT, smem)) != cudaSuccess)
-    return e;
+  int sms = 0, per_sm = 0;
+  if (cudaError_t e = cu_occupancy(kern, NT, smem, &sms, &per_sm)) return e;
+  if (per_sm < 1) return cudaErrorInvalidValue;
   const long wave = (long)per_sm * sms, nw = NT / 32;
   long w1 = (long)(wave * by1 / (by1 + by2) + 0.5);
   w1 = w1 < 1 ? 1 : w1 > wave - 1 ? wave - 1 : w1;

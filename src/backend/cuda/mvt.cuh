@@ -631,19 +631,8 @@ static cudaError_t mvt_launch(mv_jobs js, int cols, const float *x, int n, float
   if (units == 0 || n < 1) return cudaSuccess;
   const size_t smem = NTOK * mvr_xbytes<T>(cols);
   auto kern = k_mvt<T, NT, D, GLU, NTOK>;
-  if (smem > 48 * 1024 &&
-      cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) !=
-          cudaSuccess) {
-    cudaGetLastError();
-    return cudaErrorInvalidValue;
-  }
-  int dev = 0, sms = 0, per_sm = 0;
-  cudaError_t e;
-  if ((e = cudaGetDevice(&dev)) != cudaSuccess) return e;
-  if ((e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)) != cudaSuccess)
-    return e;
-  if ((e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, NT, smem)) != cudaSuccess)
-    return e;
+  int sms = 0, per_sm = 0;
+  if (cudaError_t e = cu_occupancy(kern, NT, smem, &sms, &per_sm)) return e;
   if (per_sm < 1) return cudaErrorInvalidValue;
   const int ny = cu_div_up(n, NTOK);
   long wave = (long)per_sm * sms / ny;
