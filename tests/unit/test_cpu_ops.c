@@ -280,6 +280,11 @@ static void test_attention(wk_pool *pool, bool avx2) {
       // Prompts of Gemma 3's head shape (256, 4 queries a KV head) and of head size 32.
       {.nh = 4, .nkv = 1, .hd = 256, .bs = 16, .past = {5, 0}, .n_new = {40, 9}},
       {.nh = 6, .nkv = 2, .hd = 32, .bs = 16, .past = {0, 30}, .n_new = {33, 3}},
+      // 4, 8 and 5 queries a KV head (three at once, then one by one), head sizes
+      // of 16 dimensions and 8 more.
+      {.nh = 8, .nkv = 2, .hd = 24, .bs = 16, .past = {40, 0}, .n_new = {9, 3}},
+      {.nh = 8, .nkv = 1, .hd = 40, .bs = 8, .past = {21, 2}, .n_new = {1, 17}},
+      {.nh = 10, .nkv = 2, .hd = 16, .bs = 16, .past = {70, 3}, .n_new = {1, 1}},
       // Decode steps, long and short: with threads, KV blocks split and merged.
       {.nh = 4, .nkv = 1, .hd = 64, .bs = 16, .past = {300, 5}, .n_new = {1, 1}},
       {.nh = 6, .nkv = 2, .hd = 24, .bs = 4, .past = {150, 0}, .n_new = {1, 0}},
