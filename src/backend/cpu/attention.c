@@ -411,72 +411,74 @@ INL void attend_item(const cpu_attn *a, int si, int t0, int nt, int h0, int nh, 
     const int j1 = b * bs + bs - 1 < p1 ? b * bs + bs - 1 : p1;
     const int nj = j1 - j0 + 1, n8 = (nj + 7) & ~7;
     for (int u = 0; u < nh; u++) {  // the item's heads: queries [u nqh, (u + 1) nqh)
-    const int h = h0 + u;
-    // Head h's rows of the block (cpu_ctx.h: a block's rows of one head lie
-    // together, hd elements apart).
-    const size_t base = (((size_t)s->blocks[b] * nkv + (size_t)h) * bs + (size_t)(j0 - b * bs)) * hd;
-    if (!a->kv_f16 && b < bl) {
-      // The next block's f32 K rows of head h, ahead of their use: from
-      // memory the three-query scores (four rows a step) wait on them
-      // otherwise. f16 rows gain nothing from it.
-      const float *kn = (const float *)a->k_cache + ((size_t)s->blocks[b + 1] * nkv + h) * bs * hd;
-      for (int o = 0; o < bs * hd; o += 16) __builtin_prefetch(kn + o);
-    }
-    // The block's K and V rows of head h, rs elements apart: f16 ones read in
-    // place by the vector kernels of the f16 item (h16), else f32 ones.
-    const void *kb = (const float *)a->k_cache + base, *vb = (const float *)a->v_cache + base;
-    size_t rs = (size_t)hd;
-    const bool in_place = h16 && vec;
-    if (in_place) {
-      kb = (const uint16_t *)a->k_cache + base, vb = (const uint16_t *)a->v_cache + base;
-    } else if (a->kv_f16) {
-      rows_f16_f32(kbuf, (const uint16_t *)a->k_cache + base, nj, hd, (size_t)hd);
-      rows_f16_f32(vbuf, (const uint16_t *)a->v_cache + base, nj, hd, (size_t)hd);
-      kb = kbuf, vb = vbuf, rs = (size_t)hd;
-    }
-    for (int i = u * nqh, t = 0; t < nt; t++) {
-      const int p = p0 + t, qlo = a->window > 0 ? p - a->window + 1 : 0;
-      // Rows [vlo, vhi] of the block are visible to token t0 + t.
-      const int vlo = qlo - j0, vhi = p - j0 < nj - 1 ? p - j0 : nj - 1;
-      if (vhi < 0 || vlo > vhi) {  // nothing visible to the token's queries
-        i += G;
-        continue;
+      const int h = h0 + u;
+      // Head h's rows of the block (cpu_ctx.h: a block's rows of one head lie
+      // together, hd elements apart).
+      const size_t base =
+          (((size_t)s->blocks[b] * nkv + (size_t)h) * bs + (size_t)(j0 - b * bs)) * hd;
+      if (!a->kv_f16 && b < bl) {
+        // The next block's f32 K rows of head h, ahead of their use: from
+        // memory the three-query scores (four rows a step) wait on them
+        // otherwise. f16 rows gain nothing from it.
+        const float *kn =
+            (const float *)a->k_cache + ((size_t)s->blocks[b + 1] * nkv + h) * bs * hd;
+        for (int o = 0; o < bs * hd; o += 16) __builtin_prefetch(kn + o);
       }
-      const float *qt = a->q + ((size_t)(t0 + t) * (size_t)a->n_heads + (size_t)h * G) * hd;
-      for (int g = 0; g < G; g++, i++) {
-        float *Si = S + (size_t)i * ss, *ai = acc + (size_t)i * hd;
-        const float *qi = qt + (size_t)g * hd;
-        if (vec && g + 3 <= G) {  // three queries of the token at once
-          // A whole block of 16 rows, all visible, no softcap (decode's
-          // usual case) with these as constants: no masking code.
-          if (nj == 16 && vlo <= 0 && vhi == 15 && !(a->softcap > 0))
-            block3(qi, kb, vb, rs, in_place, 16, hd, a->scale, 0.0f, 0, 15, Si, ss, &m[i], &l[i],
-                   ai);
-          else
-            block3(qi, kb, vb, rs, in_place, nj, hd, a->scale, a->softcap, vlo > 0 ? vlo : 0,
-                   vhi, Si, ss, &m[i], &l[i], ai);
-          g += 2, i += 2;
-        } else if (vec) {
-          const float bm =
-              scores8(qi, kb, rs, in_place, nj, hd, a->scale, a->softcap, vlo, vhi, Si);
-          softmax_step(Si, n8, bm, &m[i], &l[i], ai, hd);
-          pv8(ai, Si, vb, rs, in_place, nj, hd);
-        } else {
-          float bm = -INFINITY;
-          for (int j = 0; j < ss; j++) {
-            float sc = -INFINITY;
-            if (j >= vlo && j <= vhi) {
-              sc = dot_n(qi, (const float *)kb + (size_t)j * rs, hd) * a->scale;
-              if (a->softcap > 0) sc = a->softcap * tanhf(sc / a->softcap);
+      // The block's K and V rows of head h, rs elements apart: f16 ones read in
+      // place by the vector kernels of the f16 item (h16), else f32 ones.
+      const void *kb = (const float *)a->k_cache + base, *vb = (const float *)a->v_cache + base;
+      size_t rs = (size_t)hd;
+      const bool in_place = h16 && vec;
+      if (in_place) {
+        kb = (const uint16_t *)a->k_cache + base, vb = (const uint16_t *)a->v_cache + base;
+      } else if (a->kv_f16) {
+        rows_f16_f32(kbuf, (const uint16_t *)a->k_cache + base, nj, hd, (size_t)hd);
+        rows_f16_f32(vbuf, (const uint16_t *)a->v_cache + base, nj, hd, (size_t)hd);
+        kb = kbuf, vb = vbuf, rs = (size_t)hd;
+      }
+      for (int i = u * nqh, t = 0; t < nt; t++) {
+        const int p = p0 + t, qlo = a->window > 0 ? p - a->window + 1 : 0;
+        // Rows [vlo, vhi] of the block are visible to token t0 + t.
+        const int vlo = qlo - j0, vhi = p - j0 < nj - 1 ? p - j0 : nj - 1;
+        if (vhi < 0 || vlo > vhi) {  // nothing visible to the token's queries
+          i += G;
+          continue;
+        }
+        const float *qt = a->q + ((size_t)(t0 + t) * (size_t)a->n_heads + (size_t)h * G) * hd;
+        for (int g = 0; g < G; g++, i++) {
+          float *Si = S + (size_t)i * ss, *ai = acc + (size_t)i * hd;
+          const float *qi = qt + (size_t)g * hd;
+          if (vec && g + 3 <= G) {  // three queries of the token at once
+            // A whole block of 16 rows, all visible, no softcap (decode's
+            // usual case) with these as constants: no masking code.
+            if (nj == 16 && vlo <= 0 && vhi == 15 && !(a->softcap > 0))
+              block3(qi, kb, vb, rs, in_place, 16, hd, a->scale, 0.0f, 0, 15, Si, ss, &m[i], &l[i],
+                     ai);
+            else
+              block3(qi, kb, vb, rs, in_place, nj, hd, a->scale, a->softcap, vlo > 0 ? vlo : 0,
+                     vhi, Si, ss, &m[i], &l[i], ai);
+            g += 2, i += 2;
+          } else if (vec) {
+            const float bm =
+                scores8(qi, kb, rs, in_place, nj, hd, a->scale, a->softcap, vlo, vhi, Si);
+            softmax_step(Si, n8, bm, &m[i], &l[i], ai, hd);
+            pv8(ai, Si, vb, rs, in_place, nj, hd);
+          } else {
+            float bm = -INFINITY;
+            for (int j = 0; j < ss; j++) {
+              float sc = -INFINITY;
+              if (j >= vlo && j <= vhi) {
+                sc = dot_n(qi, (const float *)kb + (size_t)j * rs, hd) * a->scale;
+                if (a->softcap > 0) sc = a->softcap * tanhf(sc / a->softcap);
+              }
+              Si[j] = sc, bm = sc > bm ? sc : bm;
             }
-            Si[j] = sc, bm = sc > bm ? sc : bm;
+            softmax_step(Si, ss, bm, &m[i], &l[i], ai, hd);
+            for (int j = 0; j < nj; j++)
+              if (Si[j] != 0) axpy_n(ai, Si[j], (const float *)vb + (size_t)j * rs, hd);
           }
-          softmax_step(Si, ss, bm, &m[i], &l[i], ai, hd);
-          for (int j = 0; j < nj; j++)
-            if (Si[j] != 0) axpy_n(ai, Si[j], (const float *)vb + (size_t)j * rs, hd);
         }
       }
-    }
     }
   }
   if (part) {
