@@ -37,7 +37,7 @@ int main(int argc, char **argv) {
   float *q = wk_malloc(sizeof(float) * (size_t)NH * HD), *out = wk_malloc(sizeof(float) * (size_t)NH * HD);
   int32_t *blocks = wk_malloc(sizeof(int32_t) * (size_t)NB);
   wk_pool *pool = wk_pool_create(nth);
-  const size_t per = cpu_attn_scratch(NH, NKV, HD, BS), np = cpu_attn_partial(NH, NKV, HD, nth);
+  const size_t per = cpu_attn_scratch(NH, NKV, HD, BS), np = cpu_attn_partial(NH, HD, nth);
   float *scratch = wk_malloc(sizeof(float) * per * (size_t)nth), *part = wk_malloc(sizeof(float) * np);
   if (!kf || !vf || !kh || !vh || !q || !out || !blocks || !pool || !scratch || !part) {
     fprintf(stderr, "bench_attn_cpu: out of memory\n");

@@ -222,7 +222,7 @@ static void attention_case(wk_pool *pool, const att_case *tc, bool avx2, bool f1
   const int nth = wk_pool_size(pool);
   const size_t per = cpu_attn_scratch(NH, NKV, HD, BS);
   float *scratch = falloc((size_t)nth * per);
-  const size_t npart = cpu_attn_partial(NH, NKV, HD, nth);
+  const size_t npart = cpu_attn_partial(NH, HD, nth);
   float *partial = falloc(npart);
   const int windows[] = {0, 3, 1, 0};
   const float caps[] = {0, 0, 2.5f, 0};

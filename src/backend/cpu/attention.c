@@ -72,8 +72,8 @@ static size_t split_part(const cpu_attn *a) {
   return (size_t)(a->n_heads / a->n_kv_heads) * ((size_t)a->head_dim + 2);
 }
 
-size_t cpu_attn_partial(int n_heads, int n_kv_heads, int head_dim, int n_threads) {
-  (void)n_kv_heads;  // decode items take every KV head
+// (a decode item holds every KV head's queries: n_heads of them)
+size_t cpu_attn_partial(int n_heads, int head_dim, int n_threads) {
   return (size_t)(4 * n_threads) * (size_t)n_heads * ((size_t)head_dim + 2);
 }
 
@@ -431,7 +431,7 @@ INL void attend_item(const cpu_attn *a, int si, int t0, int nt, int h0, int nh, 
       if (!a->kv_f16 && b < bl) {
         // The next block's f32 K rows of head h, ahead of their use: from
         // memory the three-query scores (four rows a step) wait on them
-        // otherwise. f16 rows gain nothing from it.
+        // otherwise. (f16 rows: at head size 256 only, into the L2, above.)
         const float *kn =
             (const float *)a->k_cache + ((size_t)s->blocks[b + 1] * nkv + h) * bs * hd;
         for (int o = 0; o < bs * hd; o += 16) __builtin_prefetch(kn + o);

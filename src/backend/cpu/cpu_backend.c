@@ -214,7 +214,7 @@ static int cpu_prepare(wk_backend *b, const wk_model *m, const wk_backend_params
   c->att_per = cpu_attn_scratch(m->n_heads, m->n_kv_heads, m->head_dim, p->kv.block_size);
   c->att_scratch = alloc_arr(mul3((size_t)c->n_threads, c->att_per, 1), sizeof(float),
                              &c->ws_bytes);
-  c->att_part_n = cpu_attn_partial(m->n_heads, m->n_kv_heads, m->head_dim, c->n_threads);
+  c->att_part_n = cpu_attn_partial(m->n_heads, m->head_dim, c->n_threads);
   c->att_part = alloc_arr(c->att_part_n, sizeof(float), &c->ws_bytes);
   if (!c->x || !c->xb || !c->q || !c->att || !c->k || !c->v || !c->gate || !c->up || !c->xl ||
       !c->tok_seq || !c->tok_pos || !c->mm_scratch || !c->att_scratch || !c->att_part) {

@@ -120,7 +120,7 @@ typedef struct cpu_attn {
   size_t partial_floats;   // cpu_attn_partial(...)
 } cpu_attn;
 size_t cpu_attn_scratch(int n_heads, int n_kv_heads, int head_dim, int block_size);
-size_t cpu_attn_partial(int n_heads, int n_kv_heads, int head_dim, int n_threads);
+size_t cpu_attn_partial(int n_heads, int head_dim, int n_threads);
 void cpu_attention(wk_pool *pool, const cpu_attn *a);
 
 #endif
