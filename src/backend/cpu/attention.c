@@ -30,6 +30,7 @@
 #include <stdatomic.h>
 #include <string.h>
 
+#include "backend/cpu/attn_dec.h"
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/vec8.h"
 #include "base/fp.h"
@@ -129,23 +130,6 @@ INL void hsum8x8(const v8f *a, v8f *r) {
   *r = __builtin_shuffle(u0, u1, lanes_lo) + __builtin_shuffle(u0, u1, lanes_hi);
 }
 
-// *a = the lane-wise larger of *a and b
-INL void max8(v8f *a, const v8f *b) {
-  const v8i gt = *b > *a;
-  *a = (v8f)(((v8i)*b & gt) | ((v8i)*a & ~gt));
-}
-
-// The largest lane of *p, in registers (no trip through memory).
-INL float hmax8(const v8f *p) {
-  v8f a = *p, t = __builtin_shuffle(a, (v8i){4, 5, 6, 7, 0, 1, 2, 3});
-  max8(&a, &t);
-  t = __builtin_shuffle(a, (v8i){2, 3, 0, 1, 6, 7, 4, 5});
-  max8(&a, &t);
-  t = __builtin_shuffle(a, (v8i){1, 0, 3, 2, 5, 4, 7, 6});
-  max8(&a, &t);
-  return a[0];
-}
-
 typedef short v8h __attribute__((vector_size(16), aligned(2), may_alias));  // 8 halves
 
 // *x = 8 floats at element i of rows p: f32, or f16 converted (F16C; only in
@@ -187,9 +171,9 @@ INL float scores8(const float *q, const void *k, size_t ks, bool h16, int nj, in
     const v8i jj = lane + j0, vis = (jj >= vlo) & (jj <= vhi);
     r = (v8f)(((v8i)r & vis) | ((v8i)SPL(-INFINITY) & ~vis));
     *(v8fu *)(S + j0) = r;
-    max8(&mx, &r);
+    vec8_max(&mx, &r);
   }
-  return hmax8(&mx);
+  return vec8_hmax(&mx);
 }
 
 // scores8 for three queries at once (q0 and the two after it, hd apart; S0
@@ -235,8 +219,8 @@ INL void scores8x3(const float *q0, const void *k, size_t ks, bool h16, int nj, 
     memcpy(S0 + j0, &r01, 4 * sizeof(float));
     memcpy(S1 + j0, (const float *)&r01 + 4, 4 * sizeof(float));
     memcpy(S2 + j0, &r2, 4 * sizeof(float));
-    max8(&mx01, &r01);
-    max8(&mx2, &r2);
+    vec8_max(&mx01, &r01);
+    vec8_max(&mx2, &r2);
   }
   if (j0 & 4)  // -inf up to the next multiple of 8
     for (int j = 0; j < 4; j++) S0[j0 + j] = S1[j0 + j] = S2[j0 + j] = -INFINITY;
@@ -244,9 +228,9 @@ INL void scores8x3(const float *q0, const void *k, size_t ks, bool h16, int nj, 
   _Pragma("GCC unroll 2") for (int step = 0; step < 2; step++) {
     const v8i sw = step ? (v8i){1, 0, 3, 2, 5, 4, 7, 6} : (v8i){2, 3, 0, 1, 6, 7, 4, 5};
     v8f t = __builtin_shuffle(mx01, sw);
-    max8(&mx01, &t);
+    vec8_max(&mx01, &t);
     t = __builtin_shuffle(mx2, sw);
-    max8(&mx2, &t);
+    vec8_max(&mx2, &t);
   }
   bm[0] = mx01[0], bm[1] = mx01[4], bm[2] = mx2[0];
 }
@@ -392,6 +376,8 @@ INL void attend_item(const cpu_attn *a, int si, int t0, int nt, int h0, int nh, 
   const int G = a->n_heads / a->n_kv_heads, bs = a->block_size;
   const int nqh = G * nt, nq = nqh * nh, ss = score_stride(bs);
   const bool vec = hd % 8 == 0;
+  // A decode token over an f16 cache in blocks of 16 rows: attn_dec.h's kernel.
+  const bool dec = h16 && nt == 1 && bs == ATT_DEC_ROWS && hd % 16 == 0 && G <= ATT_DEC_MAX_G;
   const size_t nkv = (size_t)a->n_kv_heads;
   float *acc = scratch, *m = acc + (size_t)nq * hd, *l = m + nq, *S = l + nq;
   float *kbuf = scratch + a->scratch_per_thread - 2 * (size_t)bs * hd, *vbuf = kbuf + (size_t)bs * hd;
@@ -416,7 +402,17 @@ INL void attend_item(const cpu_attn *a, int si, int t0, int nt, int h0, int nh, 
       // together, hd elements apart).
       const size_t base =
           (((size_t)s->blocks[b] * nkv + (size_t)h) * bs + (size_t)(j0 - b * bs)) * hd;
-      if (a->kv_f16 && hd >= 256 && b < bl) {
+      // attn_dec.h's kernel prefetches the item's next (block, head) into L1
+      // as it scores this one (the hardware's prefetchers stop at each 4 KB
+      // page, and at head size 128 a head's K rows of a block are one page).
+      const char *pk = NULL, *pv = NULL;
+      if (dec && (u + 1 < nh || b < bl)) {
+        const size_t nb =
+            ((size_t)s->blocks[u + 1 < nh ? b : b + 1] * nkv + (size_t)(h0 + (u + 1) % nh)) * bs * hd;
+        pk = (const char *)((const uint16_t *)a->k_cache + nb);
+        pv = (const char *)((const uint16_t *)a->v_cache + nb);
+      }
+      if (!dec && a->kv_f16 && hd >= 256 && b < bl) {
         // Rows of 512 bytes and more (Gemma 3's head size 256): the next
         // block's K and V rows of head h asked of the L2 (prefetcht2), ahead
         // of their use. bench_attn_cpu 2000 1 4 1 256 30, 5 alternating rounds:
@@ -447,6 +443,21 @@ INL void attend_item(const cpu_attn *a, int si, int t0, int nt, int h0, int nh, 
         rows_f16_f32(kbuf, (const uint16_t *)a->k_cache + base, nj, hd, (size_t)hd);
         rows_f16_f32(vbuf, (const uint16_t *)a->v_cache + base, nj, hd, (size_t)hd);
         kb = kbuf, vb = vbuf, rs = (size_t)hd;
+      }
+      if (dec) {  // one token: the G queries of head h through attn_dec.h
+        const int p = p0, qlo = a->window > 0 ? p - a->window + 1 : 0, rb = j0 - b * bs;
+        const int vlo = qlo - j0 > 0 ? qlo - j0 : 0, vhi = p - j0 < nj - 1 ? p - j0 : nj - 1;
+        if (vlo > vhi) continue;  // nothing visible to the token
+        const size_t i = (size_t)u * G;
+        const att_dec d = {
+            .q = a->q + ((size_t)t0 * (size_t)a->n_heads + (size_t)h * G) * hd,
+            .kb = (const uint16_t *)kb - (size_t)rb * hd, .vb = (const uint16_t *)vb - (size_t)rb * hd,
+            .g = G, .hd = hd, .scale = a->scale, .softcap = a->softcap,
+            .vlo = rb + vlo, .vhi = rb + vhi, .m = m + i, .l = l + i, .acc = acc + i * hd,
+            .pk = pk, .pv = pv};
+        if (a->avx512) att_dec_avx512(&d);
+        else att_dec_avx2(&d);
+        continue;
       }
       for (int i = u * nqh, t = 0; t < nt; t++) {
         const int p = p0 + t, qlo = a->window > 0 ? p - a->window + 1 : 0;

@@ -17,6 +17,23 @@ INL float vec8_hsum(v8f s) {
   return ((s[0] + s[4]) + (s[1] + s[5])) + ((s[2] + s[6]) + (s[3] + s[7]));
 }
 
+// *a = the lane-wise larger of *a and b
+INL void vec8_max(v8f *a, const v8f *b) {
+  const v8i gt = *b > *a;
+  *a = (v8f)(((v8i)*b & gt) | ((v8i)*a & ~gt));
+}
+
+// The largest lane of *p, in registers (no trip through memory).
+INL float vec8_hmax(const v8f *p) {
+  v8f a = *p, t = __builtin_shuffle(a, (v8i){4, 5, 6, 7, 0, 1, 2, 3});
+  vec8_max(&a, &t);
+  t = __builtin_shuffle(a, (v8i){2, 3, 0, 1, 6, 7, 4, 5});
+  vec8_max(&a, &t);
+  t = __builtin_shuffle(a, (v8i){1, 0, 3, 2, 5, 4, 7, 6});
+  vec8_max(&a, &t);
+  return a[0];
+}
+
 // p[0..8) = exp(p[i]) for p[i] <= 0 (-inf and anything below -87 give 0):
 // 2^n * e^r with n = round(x / ln 2), |r| <= ln(2) / 2, e^r by its Taylor
 // series to r^7 (truncation error < 1e-8 relative).

@@ -1,0 +1,32 @@
+// attn_dec.h's kernel with 8-float ymm vectors (AVX2 + FMA + F16C; 16
+// registers): scores 4 / 2 / 1 rows a step for up to 2 / 4 / 8 queries,
+// P * V 4 / 2 / 1 chunks of 8 floats for up to 2 / 6 / 8 queries.
+#pragma GCC target("avx2,fma,f16c")
+#include <immintrin.h>
+#include <math.h>
+#include <stdbool.h>
+#include <string.h>
+
+#include "backend/cpu/attn_dec.h"
+#include "backend/cpu/vec8.h"
+#include "base/error.h"
+
+#define W 8
+typedef __m256 vf;
+typedef __m256_u vfu;
+#define VSET1(x) _mm256_set1_ps(x)
+#define DEC_R(G) ((G) <= 2 ? 4 : (G) <= 4 ? 2 : 1)
+#define DEC_C(G) ((G) <= 2 ? 4 : (G) <= 6 ? 2 : 1)
+#define DEC_ENTRY att_dec_avx2
+
+INL vf dec_ld16(const uint16_t *p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p)); }
+
+// Levels 0 and 1 as in attn_dec_avx512.c (within each 128-bit half); level 2:
+// the halves added, rows 0-3 of the pair's first vector, then the second's.
+INL vf dec_lvl(int lv, vf a, vf b) {
+  if (lv == 0) return _mm256_unpacklo_ps(a, b) + _mm256_unpackhi_ps(a, b);
+  if (lv == 1) return _mm256_shuffle_ps(a, b, 0x44) + _mm256_shuffle_ps(a, b, 0xee);
+  return _mm256_permute2f128_ps(a, b, 0x20) + _mm256_permute2f128_ps(a, b, 0x31);
+}
+
+#include "backend/cpu/attn_dec_tmpl.h"

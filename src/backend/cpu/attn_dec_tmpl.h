@@ -1,0 +1,166 @@
+// The decode kernel of attn_dec.h, written once for W-float vectors; included
+// by attn_dec_avx2.c (W 8) and attn_dec_avx512.c (W 16), which define first:
+//   W, vf (W floats), vfu (the same, unaligned), VSET1(x) (x in every lane),
+//   dec_ld16(p): W halves at p as floats,
+//   dec_lvl(lv, a, b): one level of the score tree (below),
+//   DEC_R(G): K rows a scores step, DEC_C(G): W-float chunks a P*V step
+//   (powers of 2, sized so that the step's accumulators stay in registers),
+//   DEC_ENTRY: the name of the entry point.
+//
+// Per block, for the G queries at once:
+//
+// Scores: DEC_R rows at a time, each row read front to back once for all
+// G queries: R * G accumulators of W lanes, q from L1. A row's score is the
+// sum of its accumulator's lanes; instead of a horizontal sum per (row,
+// query), a tree adds lane pairs of two rows' vectors at each level (dec_lvl,
+// levels 0 .. log2 W - 1) until one vector holds W rows' sums, lane j row j:
+// 16 rows take 15 two-shuffle-and-add steps a query and end in 16 / W
+// vectors of scores. The levels pair rows (2i, 2i + 1), then (4i.., 4i + 2..)
+// and so on, whatever DEC_R is: the sums are the same for every R.
+//
+// Softmax: the 16 scores of a query as one or two vectors: their max against
+// the running m, exp (vec8.h's polynomial) of score - max into P, the sum
+// into l; corr = exp(m_old - m_new) rescales the accumulators.
+//
+// P * V: head_dim in chunks of DEC_C * W floats; per chunk the G * C output
+// accumulators are loaded once (times corr: the rescale folded in), stay in
+// registers across the visible rows, each V chunk is loaded and converted
+// once for all G queries, and p[g][j] is broadcast per (query, row).
+
+#define DEC_NV (16 / W)  // vectors of 16 scores
+
+// part[0..n) (vectors of consecutive rows, at tree level lv) reduced by the
+// levels lv .. to n >> (top - lv) vectors, in place; returns the level reached
+// (top: log2 W, where a vector holds W rows).
+INL int dec_tree(vf *part, int n, int lv, int top) {
+  for (; n > 1 && lv < top; n /= 2, lv++)
+    for (int i = 0; i < n / 2; i++) part[i] = dec_lvl(lv, part[2 * i], part[2 * i + 1]);
+  return lv;
+}
+
+// sc[g * DEC_NV + v]: query g's scores of rows v W .. v W + W - 1, unscaled.
+INL void dec_scores(const float *q, const uint16_t *kb, int hd, const int G, vf *sc,
+                    const char *pk, const char *pv) {
+  const int R = DEC_R(G), top = W == 16 ? 4 : 3;
+  vf part[ATT_DEC_MAX_G][16];  // per query: each step's R rows reduced to one vector
+  _Pragma("GCC unroll 16") for (int r0 = 0; r0 < 16; r0 += R) {
+    vf a[8][ATT_DEC_MAX_G];  // [R][G]: constant indices once unrolled, registers
+    _Pragma("GCC unroll 8") for (int r = 0; r < R; r++)
+      _Pragma("GCC unroll 8") for (int g = 0; g < G; g++) a[r][g] = VSET1(0.0f);
+    const uint16_t *k = kb + (size_t)r0 * hd;
+    for (int d = 0; d < hd; d += W) {
+      if (pk) {  // R of the later block's hd lines, K and V in turn
+        const int n0 = (r0 / R * (hd / W) + d / W) * R;
+        _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) {
+          const char *p = ((n0 + r) & 1 ? pv : pk) + (size_t)((n0 + r) >> 1) * 64;
+          __builtin_prefetch(p, 0, 3);
+        }
+      }
+      vf x[8];
+      _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) x[r] = dec_ld16(k + (size_t)r * hd + d);
+      _Pragma("GCC unroll 8") for (int g = 0; g < G; g++) {
+        const vf qg = *(const vfu *)(q + (size_t)g * hd + d);
+        _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) a[r][g] += qg * x[r];
+      }
+    }
+    _Pragma("GCC unroll 8") for (int g = 0; g < G; g++) {
+      vf t[8];
+      _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) t[r] = a[r][g];
+      dec_tree(t, R, 0, top);  // R <= W: one vector
+      part[g][r0 / R] = t[0];
+    }
+  }
+  int lr = 0;
+  while ((1 << lr) < R) lr++;
+  _Pragma("GCC unroll 8") for (int g = 0; g < G; g++) {
+    dec_tree(part[g], 16 / R, lr, top);
+    _Pragma("GCC unroll 2") for (int v = 0; v < DEC_NV; v++) sc[g * DEC_NV + v] = part[g][v];
+  }
+}
+
+// acc[g][d0 ..) of the G queries += sum over rows j in [j0, j1] of
+// P[g][j] * v row j, C W-float chunks, after scaling by corr[g].
+INL void dec_pv(float *acc, int hd, int d0, const uint16_t *vb, const float (*P)[16],
+                const float *corr, int j0, int j1, const int G, const int C) {
+  vf a[ATT_DEC_MAX_G][8];  // [G][C]
+  _Pragma("GCC unroll 8") for (int g = 0; g < G; g++) {
+    const vf cg = VSET1(corr[g]);
+    _Pragma("GCC unroll 8") for (int c = 0; c < C; c++)
+      a[g][c] = *(const vfu *)(acc + (size_t)g * hd + d0 + c * W) * cg;
+  }
+  const uint16_t *v = vb + (size_t)j0 * hd + d0;
+  for (int j = j0; j <= j1; j++, v += hd) {
+    vf x[8];
+    _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) x[c] = dec_ld16(v + c * W);
+    _Pragma("GCC unroll 8") for (int g = 0; g < G; g++) {
+      const vf pg = VSET1(P[g][j]);
+      _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) a[g][c] += pg * x[c];
+    }
+  }
+  _Pragma("GCC unroll 8") for (int g = 0; g < G; g++)
+    _Pragma("GCC unroll 8") for (int c = 0; c < C; c++)
+      *(vfu *)(acc + (size_t)g * hd + d0 + c * W) = a[g][c];
+}
+
+// One block for G queries; full: rows 0..15 visible and no softcap (the
+// constants let the compiler drop the masking and unroll the rows).
+INL void dec_block(const att_dec *d, const int G, const bool full) {
+  const int hd = d->hd, vlo = full ? 0 : d->vlo, vhi = full ? 15 : d->vhi;
+  vf sc[ATT_DEC_MAX_G * DEC_NV];
+  dec_scores(d->q, d->kb, hd, G, sc, d->pk, d->pv);
+  float P[ATT_DEC_MAX_G][16] __attribute__((aligned(64))), corr[ATT_DEC_MAX_G];
+  _Pragma("GCC unroll 8") for (int g = 0; g < G; g++) {
+    _Pragma("GCC unroll 2") for (int v = 0; v < DEC_NV; v++)
+      *(vfu *)&P[g][v * W] = sc[g * DEC_NV + v] * VSET1(d->scale);
+    if (!full) {
+      if (d->softcap > 0)
+        for (int j = 0; j < 16; j++) P[g][j] = d->softcap * tanhf(P[g][j] / d->softcap);
+      for (int j = 0; j < 16; j++)
+        if (j < vlo || j > vhi) P[g][j] = -INFINITY;
+    }
+    v8f mx = *(const v8fu *)&P[g][0], hi = *(const v8fu *)&P[g][8];
+    vec8_max(&mx, &hi);
+    const float bm = vec8_hmax(&mx);
+    if (bm == -INFINITY) {  // nothing visible (not called so): the state stays
+      corr[g] = 1.0f;
+      memset(P[g], 0, sizeof P[g]);
+      continue;
+    }
+    const float mn = d->m[g] > bm ? d->m[g] : bm;
+    corr[g] = mn > d->m[g] ? expf(d->m[g] - mn) : 1.0f;  // 0 when m is -inf
+    d->m[g] = mn;
+    const v8f mv = SPL(mn);
+    *(v8fu *)&P[g][0] = *(const v8fu *)&P[g][0] - mv;
+    *(v8fu *)&P[g][8] = *(const v8fu *)&P[g][8] - mv;
+    vec8_exp_nonpos(&P[g][0]);
+    vec8_exp_nonpos(&P[g][8]);
+    d->l[g] = d->l[g] * corr[g] + vec8_hsum(*(const v8fu *)&P[g][0] + *(const v8fu *)&P[g][8]);
+  }
+  // DEC_C(G) chunks a step, the rest of head_dim by halves of that.
+  const int C = DEC_C(G);
+  int d0 = 0;
+  _Pragma("GCC unroll 4") for (int c = C; c >= 1; c /= 2)
+    for (; d0 + c * W <= hd; d0 += c * W) dec_pv(d->acc, hd, d0, d->vb, P, corr, vlo, vhi, G, c);
+}
+
+#define DEC_CASE(G)                                  \
+  case G:                                            \
+    if (full) dec_block(d, G, true);                 \
+    else dec_block(d, G, false);                     \
+    break;
+
+void DEC_ENTRY(const att_dec *d) {
+  const bool full = d->vlo == 0 && d->vhi == 15 && !(d->softcap > 0);
+  switch (d->g) {
+    DEC_CASE(1)
+    DEC_CASE(2)
+    DEC_CASE(3)
+    DEC_CASE(4)
+    DEC_CASE(5)
+    DEC_CASE(6)
+    DEC_CASE(7)
+    DEC_CASE(8)
+    default: WK_ASSERT(!"att_dec: 1 <= g <= ATT_DEC_MAX_G");
+  }
+}
+#undef DEC_CASE
