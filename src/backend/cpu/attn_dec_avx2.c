@@ -14,7 +14,9 @@
 #define W 8
 typedef __m256 vf;
 typedef __m256_u vfu;
+typedef int vi __attribute__((vector_size(32)));
 #define VSET1(x) _mm256_set1_ps(x)
+#define VMAX(a, b) _mm256_max_ps(a, b)
 #define DEC_R(G) ((G) <= 2 ? 4 : (G) <= 4 ? 2 : 1)
 #define DEC_C(G) ((G) <= 2 ? 4 : (G) <= 6 ? 2 : 1)
 #define DEC_ENTRY att_dec_avx2
@@ -27,6 +29,18 @@ INL vf dec_lvl(int lv, vf a, vf b) {
   if (lv == 0) return _mm256_unpacklo_ps(a, b) + _mm256_unpackhi_ps(a, b);
   if (lv == 1) return _mm256_shuffle_ps(a, b, 0x44) + _mm256_shuffle_ps(a, b, 0xee);
   return _mm256_permute2f128_ps(a, b, 0x20) + _mm256_permute2f128_ps(a, b, 0x31);
+}
+
+// Halves, pairs, neighbours: the result in every lane.
+INL vf dec_allmax(vf x) {
+  x = _mm256_max_ps(x, _mm256_permute2f128_ps(x, x, 1));
+  x = _mm256_max_ps(x, _mm256_permute_ps(x, 0x4e));
+  return _mm256_max_ps(x, _mm256_permute_ps(x, 0xb1));
+}
+INL vf dec_allsum(vf x) {
+  x += _mm256_permute2f128_ps(x, x, 1);
+  x += _mm256_permute_ps(x, 0x4e);
+  return x + _mm256_permute_ps(x, 0xb1);
 }
 
 #include "backend/cpu/attn_dec_tmpl.h"

@@ -16,7 +16,9 @@
 #define W 16
 typedef __m512 vf;
 typedef __m512_u vfu;
+typedef int vi __attribute__((vector_size(64)));
 #define VSET1(x) _mm512_set1_ps(x)
+#define VMAX(a, b) _mm512_max_ps(a, b)
 #define DEC_R(G) ((G) <= 2 ? 8 : (G) <= 4 ? 4 : 2)
 #define DEC_C(G) ((G) <= 2 ? 8 : (G) <= 5 ? 4 : 2)
 #define DEC_ENTRY att_dec_avx512
@@ -30,6 +32,20 @@ INL vf dec_lvl(int lv, vf a, vf b) {
   if (lv == 0) return _mm512_unpacklo_ps(a, b) + _mm512_unpackhi_ps(a, b);
   if (lv == 1) return _mm512_shuffle_ps(a, b, 0x44) + _mm512_shuffle_ps(a, b, 0xee);
   return _mm512_shuffle_f32x4(a, b, 0x88) + _mm512_shuffle_f32x4(a, b, 0xdd);
+}
+
+// Halves, quarters, pairs, neighbours: the result in every lane.
+INL vf dec_allmax(vf x) {
+  x = _mm512_max_ps(x, _mm512_shuffle_f32x4(x, x, 0x4e));
+  x = _mm512_max_ps(x, _mm512_shuffle_f32x4(x, x, 0xb1));
+  x = _mm512_max_ps(x, _mm512_permute_ps(x, 0x4e));
+  return _mm512_max_ps(x, _mm512_permute_ps(x, 0xb1));
+}
+INL vf dec_allsum(vf x) {
+  x += _mm512_shuffle_f32x4(x, x, 0x4e);
+  x += _mm512_shuffle_f32x4(x, x, 0xb1);
+  x += _mm512_permute_ps(x, 0x4e);
+  return x + _mm512_permute_ps(x, 0xb1);
 }
 
 #include "backend/cpu/attn_dec_tmpl.h"

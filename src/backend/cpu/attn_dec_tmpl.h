@@ -1,6 +1,8 @@
 // The decode kernel of attn_dec.h, written once for W-float vectors; included
 // by attn_dec_avx2.c (W 8) and attn_dec_avx512.c (W 16), which define first:
-//   W, vf (W floats), vfu (the same, unaligned), VSET1(x) (x in every lane),
+//   W, vf (W floats), vfu (the same, unaligned), vi (W ints), VSET1(x) (x
+//   in every lane), VMAX(a, b), dec_allmax(x) / dec_allsum(x) (the max / sum
+//   of the lanes in every lane),
 //   dec_ld16(p): W halves at p as floats,
 //   dec_lvl(lv, a, b): one level of the score tree (below),
 //   DEC_R(G): K rows a scores step, DEC_C(G): W-float chunks a P*V step
@@ -19,8 +21,10 @@
 // and so on, whatever DEC_R is: the sums are the same for every R.
 //
 // Softmax: the 16 scores of a query as one or two vectors: their max against
-// the running m, exp (vec8.h's polynomial) of score - max into P, the sum
-// into l; corr = exp(m_old - m_new) rescales the accumulators.
+// the running m, exp (vec8.h's polynomial, W lanes at once) of score - max
+// into P, the sum into l; corr = exp(m_old - m_new) rescales the
+// accumulators. The reductions leave their result in every lane, so that no
+// value goes to a scalar register and back.
 //
 // P * V: head_dim in chunks of DEC_C * W floats; per chunk the G * C output
 // accumulators are loaded once (times corr: the rescale folded in), stay in
@@ -33,8 +37,8 @@
 // levels lv .. to n >> (top - lv) vectors, in place; returns the level reached
 // (top: log2 W, where a vector holds W rows).
 INL int dec_tree(vf *part, int n, int lv, int top) {
-  for (; n > 1 && lv < top; n /= 2, lv++)
-    for (int i = 0; i < n / 2; i++) part[i] = dec_lvl(lv, part[2 * i], part[2 * i + 1]);
+  _Pragma("GCC unroll 4") for (; n > 1 && lv < top; n /= 2, lv++)
+    _Pragma("GCC unroll 8") for (int i = 0; i < n / 2; i++) part[i] = dec_lvl(lv, part[2 * i], part[2 * i + 1]);
   return lv;
 }
 
@@ -49,11 +53,14 @@ INL void dec_scores(const float *q, const uint16_t *kb, int hd, const int G, vf 
       _Pragma("GCC unroll 8") for (int g = 0; g < G; g++) a[r][g] = VSET1(0.0f);
     const uint16_t *k = kb + (size_t)r0 * hd;
     for (int d = 0; d < hd; d += W) {
-      if (pk) {  // R of the later block's hd lines, K and V in turn
-        const int n0 = (r0 / R * (hd / W) + d / W) * R;
-        _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) {
-          const char *p = ((n0 + r) & 1 ? pv : pk) + (size_t)((n0 + r) >> 1) * 64;
-          __builtin_prefetch(p, 0, 3);
+      if (pk) {  // R of the later block's hd lines a step, K's and V's in turn
+        const int n0 = (r0 / R * (hd / W) + d / W) * R;  // lines so far
+        if (R == 1) {
+          __builtin_prefetch((n0 & 1 ? pv : pk) + (size_t)(n0 >> 1) * 64, 0, 3);
+        } else {
+          const size_t o = (size_t)(n0 >> 1) * 64;
+          _Pragma("GCC unroll 4") for (int r = 0; r < R / 2; r++)
+            __builtin_prefetch(pk + o + 64 * r, 0, 3), __builtin_prefetch(pv + o + 64 * r, 0, 3);
         }
       }
       vf x[8];
@@ -110,31 +117,35 @@ INL void dec_block(const att_dec *d, const int G, const bool full) {
   dec_scores(d->q, d->kb, hd, G, sc, d->pk, d->pv);
   float P[ATT_DEC_MAX_G][16] __attribute__((aligned(64))), corr[ATT_DEC_MAX_G];
   _Pragma("GCC unroll 8") for (int g = 0; g < G; g++) {
+    vf s[DEC_NV];
     _Pragma("GCC unroll 2") for (int v = 0; v < DEC_NV; v++)
-      *(vfu *)&P[g][v * W] = sc[g * DEC_NV + v] * VSET1(d->scale);
-    if (!full) {
+      s[v] = sc[g * DEC_NV + v] * VSET1(d->scale);
+    if (!full) {  // softcap, and -inf outside [vlo, vhi]
+      _Pragma("GCC unroll 2") for (int v = 0; v < DEC_NV; v++) *(vfu *)&P[g][v * W] = s[v];
       if (d->softcap > 0)
         for (int j = 0; j < 16; j++) P[g][j] = d->softcap * tanhf(P[g][j] / d->softcap);
       for (int j = 0; j < 16; j++)
         if (j < vlo || j > vhi) P[g][j] = -INFINITY;
+      _Pragma("GCC unroll 2") for (int v = 0; v < DEC_NV; v++) s[v] = *(const vfu *)&P[g][v * W];
     }
-    v8f mx = *(const v8fu *)&P[g][0], hi = *(const v8fu *)&P[g][8];
-    vec8_max(&mx, &hi);
-    const float bm = vec8_hmax(&mx);
-    if (bm == -INFINITY) {  // nothing visible (not called so): the state stays
-      corr[g] = 1.0f;
-      memset(P[g], 0, sizeof P[g]);
-      continue;
+    // Every lane: the block's max, the new running max mn, the rescale of the
+    // old state (0 when m was -inf: -inf - mn, or the NaN of -inf - -inf
+    // where nothing is visible yet, gives 0), then the weights and their sum.
+    vf mx = s[0];
+    if (DEC_NV == 2) mx = VMAX(mx, s[1]);
+    mx = dec_allmax(mx);
+    const vf mo = VSET1(d->m[g]), mn = VMAX(mo, mx);
+    const vf cv = VEC_EXP_NONPOS(vf, vi, mo - mn);
+    vf sum = VSET1(0.0f);
+    _Pragma("GCC unroll 2") for (int v = 0; v < DEC_NV; v++) {
+      const vf p = VEC_EXP_NONPOS(vf, vi, s[v] - mn);
+      *(vfu *)&P[g][v * W] = p;
+      sum += p;
     }
-    const float mn = d->m[g] > bm ? d->m[g] : bm;
-    corr[g] = mn > d->m[g] ? expf(d->m[g] - mn) : 1.0f;  // 0 when m is -inf
-    d->m[g] = mn;
-    const v8f mv = SPL(mn);
-    *(v8fu *)&P[g][0] = *(const v8fu *)&P[g][0] - mv;
-    *(v8fu *)&P[g][8] = *(const v8fu *)&P[g][8] - mv;
-    vec8_exp_nonpos(&P[g][0]);
-    vec8_exp_nonpos(&P[g][8]);
-    d->l[g] = d->l[g] * corr[g] + vec8_hsum(*(const v8fu *)&P[g][0] + *(const v8fu *)&P[g][8]);
+    sum = dec_allsum(sum);
+    d->l[g] = d->l[g] * cv[0] + sum[0];
+    d->m[g] = mn[0];
+    corr[g] = cv[0];
   }
   // DEC_C(G) chunks a step, the rest of head_dim by halves of that.
   const int C = DEC_C(G);
@@ -143,24 +154,25 @@ INL void dec_block(const att_dec *d, const int G, const bool full) {
     for (; d0 + c * W <= hd; d0 += c * W) dec_pv(d->acc, hd, d0, d->vb, P, corr, vlo, vhi, G, c);
 }
 
-#define DEC_CASE(G)                                  \
-  case G:                                            \
-    if (full) dec_block(d, G, true);                 \
-    else dec_block(d, G, false);                     \
-    break;
+// One function a group size (each with its rows-visible-and-no-softcap copy).
+#define DEC_G(G)                                                            \
+  static __attribute__((noinline)) void dec_g##G(const att_dec *d) {        \
+    if (d->vlo == 0 && d->vhi == 15 && !(d->softcap > 0)) dec_block(d, G, true); \
+    else dec_block(d, G, false);                                            \
+  }
+DEC_G(1)
+DEC_G(2)
+DEC_G(3)
+DEC_G(4)
+DEC_G(5)
+DEC_G(6)
+DEC_G(7)
+DEC_G(8)
+#undef DEC_G
 
 void DEC_ENTRY(const att_dec *d) {
-  const bool full = d->vlo == 0 && d->vhi == 15 && !(d->softcap > 0);
-  switch (d->g) {
-    DEC_CASE(1)
-    DEC_CASE(2)
-    DEC_CASE(3)
-    DEC_CASE(4)
-    DEC_CASE(5)
-    DEC_CASE(6)
-    DEC_CASE(7)
-    DEC_CASE(8)
-    default: WK_ASSERT(!"att_dec: 1 <= g <= ATT_DEC_MAX_G");
-  }
+  static void (*const fn[ATT_DEC_MAX_G])(const att_dec *) = {dec_g1, dec_g2, dec_g3, dec_g4,
+                                                             dec_g5, dec_g6, dec_g7, dec_g8};
+  WK_ASSERT(d->g >= 1 && d->g <= ATT_DEC_MAX_G);
+  fn[d->g - 1](d);
 }
-#undef DEC_CASE
