@@ -44,7 +44,7 @@ INL int dec_tree(vf *part, int n, int lv, int top) {
 
 // sc[g * DEC_NV + v]: query g's scores of rows v W .. v W + W - 1, unscaled.
 INL void dec_scores(const float *q, const uint16_t *kb, int hd, const int G, vf *sc,
-                    const char *pk, const char *pv) {
+                    const char *pk) {
   const int R = DEC_R(G), top = W == 16 ? 4 : 3;
   vf part[ATT_DEC_MAX_G][16];  // per query: each step's R rows reduced to one vector
   _Pragma("GCC unroll 16") for (int r0 = 0; r0 < 16; r0 += R) {
@@ -53,16 +53,9 @@ INL void dec_scores(const float *q, const uint16_t *kb, int hd, const int G, vf 
       _Pragma("GCC unroll 8") for (int g = 0; g < G; g++) a[r][g] = VSET1(0.0f);
     const uint16_t *k = kb + (size_t)r0 * hd;
     for (int d = 0; d < hd; d += W) {
-      if (pk) {  // R of the later block's hd lines a step, K's and V's in turn
-        const int n0 = (r0 / R * (hd / W) + d / W) * R;  // lines so far
-        if (R == 1) {
-          __builtin_prefetch((n0 & 1 ? pv : pk) + (size_t)(n0 >> 1) * 64, 0, 3);
-        } else {
-          const size_t o = (size_t)(n0 >> 1) * 64;
-          _Pragma("GCC unroll 4") for (int r = 0; r < R / 2; r++)
-            __builtin_prefetch(pk + o + 64 * r, 0, 3), __builtin_prefetch(pv + o + 64 * r, 0, 3);
-        }
-      }
+      if (pk)  // the bytes this step reads, of the next block's K rows
+        _Pragma("GCC unroll 8") for (int r = 0; r < R; r++)
+          __builtin_prefetch(pk + ((size_t)(r0 + r) * hd + d) * 2, 0, 3);
       vf x[8];
       _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) x[r] = dec_ld16(k + (size_t)r * hd + d);
       _Pragma("GCC unroll 8") for (int g = 0; g < G; g++) {
@@ -88,7 +81,7 @@ INL void dec_scores(const float *q, const uint16_t *kb, int hd, const int G, vf 
 // acc[g][d0 ..) of the G queries += sum over rows j in [j0, j1] of
 // P[g][j] * v row j, C W-float chunks, after scaling by corr[g].
 INL void dec_pv(float *acc, int hd, int d0, const uint16_t *vb, const float (*P)[16],
-                const float *corr, int j0, int j1, const int G, const int C) {
+                const float *corr, int j0, int j1, const int G, const int C, const char *pv) {
   vf a[ATT_DEC_MAX_G][8];  // [G][C]
   _Pragma("GCC unroll 8") for (int g = 0; g < G; g++) {
     const vf cg = VSET1(corr[g]);
@@ -97,6 +90,9 @@ INL void dec_pv(float *acc, int hd, int d0, const uint16_t *vb, const float (*P)
   }
   const uint16_t *v = vb + (size_t)j0 * hd + d0;
   for (int j = j0; j <= j1; j++, v += hd) {
+    if (pv)  // the bytes this step reads, of the next block's V rows
+      _Pragma("GCC unroll 4") for (int o = 0; o < C * W * 2; o += 64)
+        __builtin_prefetch(pv + ((size_t)j * hd + d0) * 2 + o, 0, 3);
     vf x[8];
     _Pragma("GCC unroll 8") for (int c = 0; c < C; c++) x[c] = dec_ld16(v + c * W);
     _Pragma("GCC unroll 8") for (int g = 0; g < G; g++) {
@@ -114,7 +110,7 @@ INL void dec_pv(float *acc, int hd, int d0, const uint16_t *vb, const float (*P)
 INL void dec_block(const att_dec *d, const int G, const bool full) {
   const int hd = d->hd, vlo = full ? 0 : d->vlo, vhi = full ? 15 : d->vhi;
   vf sc[ATT_DEC_MAX_G * DEC_NV];
-  dec_scores(d->q, d->kb, hd, G, sc, d->pk, d->pv);
+  dec_scores(d->q, d->kb, hd, G, sc, d->pk);
   float P[ATT_DEC_MAX_G][16] __attribute__((aligned(64))), corr[ATT_DEC_MAX_G];
   _Pragma("GCC unroll 8") for (int g = 0; g < G; g++) {
     vf s[DEC_NV];
@@ -151,7 +147,8 @@ INL void dec_block(const att_dec *d, const int G, const bool full) {
   const int C = DEC_C(G);
   int d0 = 0;
   _Pragma("GCC unroll 4") for (int c = C; c >= 1; c /= 2)
-    for (; d0 + c * W <= hd; d0 += c * W) dec_pv(d->acc, hd, d0, d->vb, P, corr, vlo, vhi, G, c);
+    for (; d0 + c * W <= hd; d0 += c * W)
+      dec_pv(d->acc, hd, d0, d->vb, P, corr, vlo, vhi, G, c, d->pv);
 }
 
 // One function a group size (each with its rows-visible-and-no-softcap copy).
