@@ -9,9 +9,26 @@
 // kernels that load each K and V row once for the three and keep twelve
 // independent accumulators (FMA chains), the rest one at a time; the sums are
 // the same either way. The three's softmax steps run interleaved, and a whole
-// block of 16 rows visible to all three (decode's usual case, no softcap)
-// goes through a copy of the kernels with those sizes as constants, which
-// masks nothing. Threads claim items from a shared counter, the last
+// block of 16 rows visible to all three (no softcap) goes through a copy of
+// the kernels with those sizes as constants, which masks nothing.
+//
+// Decode over an f16 cache (one new token; blocks of 16 rows, head sizes a
+// multiple of 16, G <= 8 queries a KV head: Llama 3's 128 / 4, Gemma 3's
+// 256 / 4, SmolLM2's 64 / 3) takes attn_dec.h's kernel instead, a (block,
+// head) a call: all G queries against each K row in one pass over the row,
+// the rows' partial sums reduced in a tree to one vector of 16 scores a
+// query (no horizontal sum per row and query), the online softmax on that
+// vector, and P * V with the G outputs' accumulators in registers across the
+// block's rows, chunk by chunk of head_dim (each V chunk converted once for
+// the G queries, the rescale folded into the accumulators' load). It runs
+// with 16-float zmm vectors where the CPU has AVX-512 F (cpu_attn.avx512;
+// WICK_CPU_LEVEL=avx2 turns it off), else with 8-float ymm ones, and as it
+// scores one (block, head) it prefetches the next one's rows into L1: the
+// hardware's prefetchers stop at each 4 KB page, and at head size 128 a
+// head's K (or V) rows of a block are one page. bench_attn_cpu 2000 1 32 8
+// 128 30: ~950 -> ~370 us a layer (bench/RESULTS.md, session 25).
+//
+// Threads claim items from a shared counter, the last
 // tiles of each sequence (the longest) first. A decode batch with fewer items
 // than two per thread splits each item's KV blocks into parts whose softmax
 // states are merged at the end, so that all threads stream the cache.
@@ -403,8 +420,10 @@ INL void attend_item(const cpu_attn *a, int si, int t0, int nt, int h0, int nh, 
       const size_t base =
           (((size_t)s->blocks[b] * nkv + (size_t)h) * bs + (size_t)(j0 - b * bs)) * hd;
       // attn_dec.h's kernel prefetches the item's next (block, head) into L1
-      // as it scores this one (the hardware's prefetchers stop at each 4 KB
-      // page, and at head size 128 a head's K rows of a block are one page).
+      // as it works on this one, each step the bytes it reads (the hardware's
+      // prefetchers stop at each 4 KB page, and at head size 128 a head's K
+      // rows of a block are one page). Further ahead (2 or 3) or into the L2
+      // did not pay; all of it at the call's start was slower.
       const char *pk = NULL, *pv = NULL;
       if (dec && (u + 1 < nh || b < bl)) {
         const size_t nb =
@@ -413,6 +432,7 @@ INL void attend_item(const cpu_attn *a, int si, int t0, int nt, int h0, int nh, 
         pv = (const char *)((const uint16_t *)a->v_cache + nb);
       }
       if (!dec && a->kv_f16 && hd >= 256 && b < bl) {
+        // (Prompts; decode tokens prefetch through attn_dec.h, above.)
         // Rows of 512 bytes and more (Gemma 3's head size 256): the next
         // block's K and V rows of head h asked of the L2 (prefetcht2), ahead
         // of their use. bench_attn_cpu 2000 1 4 1 256 30, 5 alternating rounds:

@@ -25,7 +25,9 @@ typedef struct att_dec {
   float scale, softcap;
   int vlo, vhi;
   float *m, *l, *acc;
-  const char *pk, *pv;  // K and V rows of a later block to prefetch (hd * 32 bytes each), or NULL
+  // The next (block, head)'s K and V rows as kb, vb (or NULL): each step
+  // prefetches into L1 the bytes of them that it reads of kb or vb.
+  const char *pk, *pv;
 } att_dec;
 
 void att_dec_avx2(const att_dec *d);    // AVX2 + FMA + F16C

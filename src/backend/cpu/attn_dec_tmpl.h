@@ -30,6 +30,10 @@
 // accumulators are loaded once (times corr: the rescale folded in), stay in
 // registers across the visible rows, each V chunk is loaded and converted
 // once for all G queries, and p[g][j] is broadcast per (query, row).
+//
+// Prefetch: the scores' and P * V's steps each ask for the same bytes of the
+// next (block, head) (att_dec.pk, .pv) as they read of this one, so that
+// the requests spread over the call as the loads do.
 
 #define DEC_NV (16 / W)  // vectors of 16 scores
 
