@@ -7,7 +7,8 @@
 //   dec_lvl(lv, a, b): one level of the score tree (below),
 //   DEC_R(G): K rows a scores step, DEC_C(G): W-float chunks a P*V step
 //   (powers of 2, sized so that the step's accumulators stay in registers),
-//   DEC_ENTRY: the name of the entry point.
+//   DEC_ENTRY: the name of the entry point, DEC_INL / DEC_TGT: the
+//   attributes of an inlined helper / a function (the instruction set).
 //
 // Per block, for the G queries at once:
 //
@@ -40,14 +41,14 @@
 // part[0..n) (vectors of consecutive rows, at tree level lv) reduced by the
 // levels lv .. to n >> (top - lv) vectors, in place; returns the level reached
 // (top: log2 W, where a vector holds W rows).
-INL int dec_tree(vf *part, int n, int lv, int top) {
+DEC_INL int dec_tree(vf *part, int n, int lv, int top) {
   _Pragma("GCC unroll 4") for (; n > 1 && lv < top; n /= 2, lv++)
     _Pragma("GCC unroll 8") for (int i = 0; i < n / 2; i++) part[i] = dec_lvl(lv, part[2 * i], part[2 * i + 1]);
   return lv;
 }
 
 // sc[g * DEC_NV + v]: query g's scores of rows v W .. v W + W - 1, unscaled.
-INL void dec_scores(const float *q, const uint16_t *kb, int hd, const int G, vf *sc,
+DEC_INL void dec_scores(const float *q, const uint16_t *kb, int hd, const int G, vf *sc,
                     const char *pk) {
   const int R = DEC_R(G), top = W == 16 ? 4 : 3;
   vf part[ATT_DEC_MAX_G][16];  // per query: each step's R rows reduced to one vector
@@ -84,7 +85,7 @@ INL void dec_scores(const float *q, const uint16_t *kb, int hd, const int G, vf 
 
 // acc[g][d0 ..) of the G queries += sum over rows j in [j0, j1] of
 // P[g][j] * v row j, C W-float chunks, after scaling by corr[g].
-INL void dec_pv(float *acc, int hd, int d0, const uint16_t *vb, const float (*P)[16],
+DEC_INL void dec_pv(float *acc, int hd, int d0, const uint16_t *vb, const float (*P)[16],
                 const float *corr, int j0, int j1, const int G, const int C, const char *pv) {
   vf a[ATT_DEC_MAX_G][8];  // [G][C]
   _Pragma("GCC unroll 8") for (int g = 0; g < G; g++) {
@@ -111,7 +112,7 @@ INL void dec_pv(float *acc, int hd, int d0, const uint16_t *vb, const float (*P)
 
 // One block for G queries; full: rows 0..15 visible and no softcap (the
 // constants let the compiler drop the masking and unroll the rows).
-INL void dec_block(const att_dec *d, const int G, const bool full) {
+DEC_INL void dec_block(const att_dec *d, const int G, const bool full) {
   const int hd = d->hd, vlo = full ? 0 : d->vlo, vhi = full ? 15 : d->vhi;
   vf sc[ATT_DEC_MAX_G * DEC_NV];
   dec_scores(d->q, d->kb, hd, G, sc, d->pk);
@@ -157,7 +158,7 @@ INL void dec_block(const att_dec *d, const int G, const bool full) {
 
 // One function a group size (each with its rows-visible-and-no-softcap copy).
 #define DEC_G(G)                                                            \
-  static __attribute__((noinline)) void dec_g##G(const att_dec *d) {        \
+  static DEC_TGT __attribute__((noinline)) void dec_g##G(const att_dec *d) {        \
     if (d->vlo == 0 && d->vhi == 15 && !(d->softcap > 0)) dec_block(d, G, true); \
     else dec_block(d, G, false);                                            \
   }
