@@ -169,8 +169,8 @@ typedef struct att_case {
 
 // f16: K and V stored as f16 (kv_f16; the values are f16-exact first, so
 // the reference and the tolerances are the f32 case's). avx512: decode
-// tokens over f16 take the 16-float build of attn_dec.h's kernel. Each
-// variant runs twice: the same bits both times.
+// tokens over f16 take attn_dec.h's kernel (else the three-query kernels,
+// prefetching). Each variant runs twice: the same bits both times.
 static void attention_case(wk_pool *pool, const att_case *tc, bool avx2, bool f16, bool avx512) {
   const int NH = tc->nh, NKV = tc->nkv, HD = tc->hd, BS = tc->bs, kv_dim = NKV * HD;
   int len[2], nb[2], T = 0, NB = 0;
@@ -295,7 +295,7 @@ static void test_attention(wk_pool *pool, bool avx2, bool avx512) {
       // Decode steps, long and short: with threads, KV blocks split and merged.
       {.nh = 4, .nkv = 1, .hd = 64, .bs = 16, .past = {300, 5}, .n_new = {1, 1}},
       {.nh = 6, .nkv = 2, .hd = 24, .bs = 4, .past = {150, 0}, .n_new = {1, 0}},
-      // Decode steps through attn_dec.h's kernel (f16, blocks of 16, head sizes
+      // Decode steps for attn_dec.h's kernel (f16, blocks of 16, head sizes
       // multiples of 16, 1 to 8 queries a KV head), key counts not multiples
       // of 16: Llama 3's head shape (128, 4), 8 queries, Gemma 3's (256, 4),
       // SmolLM2's (64, 3), and 1, 2, 5, 6 and 7 queries with head sizes whose

@@ -12,21 +12,25 @@
 // block of 16 rows visible to all three (no softcap) goes through a copy of
 // the kernels with those sizes as constants, which masks nothing.
 //
-// Decode over an f16 cache (one new token; blocks of 16 rows, head sizes a
-// multiple of 16, G <= 8 queries a KV head: Llama 3's 128 / 4, Gemma 3's
-// 256 / 4, SmolLM2's 64 / 3) takes attn_dec.h's kernel instead, a (block,
-// head) a call: all G queries against each K row in one pass over the row,
-// the rows' partial sums reduced in a tree to one vector of 16 scores a
-// query (no horizontal sum per row and query), the online softmax on that
-// vector, and P * V with the G outputs' accumulators in registers across the
-// block's rows, chunk by chunk of head_dim (each V chunk converted once for
-// the G queries, the rescale folded into the accumulators' load). It runs
-// with 16-float zmm vectors where the CPU has AVX-512 F (cpu_attn.avx512;
-// WICK_CPU_LEVEL=avx2 turns it off), else with 8-float ymm ones, and as it
-// scores one (block, head) it prefetches the next one's rows into L1: the
-// hardware's prefetchers stop at each 4 KB page, and at head size 128 a
-// head's K (or V) rows of a block are one page. bench_attn_cpu 2000 1 32 8
-// 128 30: ~950 -> ~370 us a layer (bench/RESULTS.md, session 25).
+// Decode over an f16 cache (one new token, rows read in place): as an item
+// works on one (block, head) it prefetches the next one's K and V rows into
+// L1, each step the lines of them that it reads of this one. The hardware's
+// prefetchers stop at each 4 KB page, and at head size 128 a head's K (or
+// V) rows of a block are one page: without this the decode items waited on
+// memory most of the time (bench_attn_cpu 2000 1 32 8 128 30: 8.7 GB/s of
+// K + V where a plain read of the same bytes runs ~30). Where the CPU has
+// AVX-512 F (cpu_attn.avx512; WICK_CPU_LEVEL=avx2 turns it off), blocks of
+// 16 rows, head sizes a multiple of 16 and G <= 8 (Llama 3's 128 / 4,
+// Gemma 3's 256 / 4, SmolLM2's 64 / 3) take attn_dec.h's kernel instead of
+// the three-query ones, a (block, head) a call: all G queries against each K
+// row in one pass over the row, the rows' partial sums reduced in a tree to
+// one vector of 16 scores a query (no horizontal sum per row and query), the
+// online softmax on that vector, and P * V with the G outputs' accumulators
+// in zmm registers across the block's rows, chunk by chunk of head_dim (each
+// V chunk converted once for the G queries, the rescale folded into the
+// accumulators' load). Elsewhere the three-query pass prefetches (the
+// queries after it read the block from L1). Figures: bench/RESULTS.md,
+// session 25 (at head size 128, 1 thread: ~950 -> ~390 us a layer).
 //
 // Threads claim items from a shared counter, the last
 // tiles of each sequence (the longest) first. A decode batch with fewer items
@@ -198,7 +202,8 @@ INL float scores8(const float *q, const void *k, size_t ks, bool h16, int nj, in
 // step: each K row is loaded (h16: and converted) once for the three, and the
 // twelve accumulators give the FMAs independent chains.
 INL void scores8x3(const float *q0, const void *k, size_t ks, bool h16, int nj, int hd,
-                   float scale, float softcap, int vlo, int vhi, float *S0, int ss, float *bm) {
+                   float scale, float softcap, int vlo, int vhi, float *S0, int ss, float *bm,
+                   const char *pf) {
   const v8i lane = {0, 1, 2, 3, 0, 1, 2, 3};
   const float *q1 = q0 + hd, *q2 = q1 + hd;
   float *S1 = S0 + ss, *S2 = S1 + ss;
@@ -212,6 +217,9 @@ INL void scores8x3(const float *q0, const void *k, size_t ks, bool h16, int nj, 
     v8f a[12];
     _Pragma("GCC unroll 12") for (int c = 0; c < 12; c++) a[c] = SPL(0.0f);
     for (int d = 0; d < hd; d += 8) {
+      if (pf && d % 32 == 0)  // f16 rows: the lines this step starts, of pf's
+        _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++)
+          __builtin_prefetch(pf + (kr[j] + d) * 2, 0, 3);
       const v8f x0 = *(const v8fu *)(q0 + d), x1 = *(const v8fu *)(q1 + d);
       const v8f x2 = *(const v8fu *)(q2 + d);
       _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++) {
@@ -287,7 +295,7 @@ INL void pv8(float *acc, const float *w, const void *v, size_t vs, bool h16, int
 // rows j in [j0, j1]: each V row is loaded once for the three, and the twelve
 // accumulators of 32 dims give the FMAs independent chains.
 INL void pv8x3(float *const *ac, const float *const *w, const void *v, size_t vs, bool h16,
-               int j0, int j1, int hd) {
+               int j0, int j1, int hd, const char *pf) {
   int d0 = 0;
   for (; d0 + 32 <= hd; d0 += 32) {
     v8f a[12];
@@ -295,6 +303,7 @@ INL void pv8x3(float *const *ac, const float *const *w, const void *v, size_t vs
       a[c] = *(v8fu *)(ac[c / 4] + d0 + 8 * (c % 4));
     size_t vr = (size_t)j0 * vs + d0;  // elements of v
     for (int j = j0; j <= j1; j++, vr += vs) {
+      if (pf) __builtin_prefetch(pf + vr * 2, 0, 3);  // f16 rows: the line this step reads
       const v8f w0 = SPL(w[0][j]), w1 = SPL(w[1][j]), w2 = SPL(w[2][j]);
       _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) {
         v8f x;
@@ -373,14 +382,14 @@ INL void softmax_step3(float *S0, int ss, int n8, const float *bm, float *m, flo
 // steps and the V rows.
 INL void block3(const float *q0, const void *kb, const void *vb, size_t rs, bool h16, int nj,
                 int hd, float scale, float softcap, int vlo, int vhi, float *S0, int ss,
-                float *m, float *l, float *acc) {
+                float *m, float *l, float *acc, const char *pk, const char *pv) {
   float bm[3];
-  scores8x3(q0, kb, rs, h16, nj, hd, scale, softcap, vlo, vhi, S0, ss, bm);
+  scores8x3(q0, kb, rs, h16, nj, hd, scale, softcap, vlo, vhi, S0, ss, bm, pk);
   softmax_step3(S0, ss, (nj + 7) & ~7, bm, m, l, acc, hd);
   float *const ac3[3] = {acc, acc + hd, acc + 2 * hd};
   const float *const w3[3] = {S0, S0 + ss, S0 + 2 * ss};
   // Outside [vlo, vhi] the weights are 0 (and the rows skipped).
-  pv8x3(ac3, w3, vb, rs, h16, vlo, vhi, hd);
+  pv8x3(ac3, w3, vb, rs, h16, vlo, vhi, hd, pv);
 }
 
 // One work item: tokens [t0, t0 + nt) of sequence si, KV heads [h0, h0 +
@@ -394,7 +403,9 @@ INL void attend_item(const cpu_attn *a, int si, int t0, int nt, int h0, int nh, 
   const int nqh = G * nt, nq = nqh * nh, ss = score_stride(bs);
   const bool vec = hd % 8 == 0;
   // A decode token over an f16 cache in blocks of 16 rows: attn_dec.h's kernel.
-  const bool dec = h16 && nt == 1 && bs == ATT_DEC_ROWS && hd % 16 == 0 && G <= ATT_DEC_MAX_G;
+  const bool dec = a->avx512 && h16 && nt == 1 && bs == ATT_DEC_ROWS && hd % 16 == 0 &&
+                   G <= ATT_DEC_MAX_G;
+  const bool pre = h16 && vec && nt == 1;  // decode, f16 rows in place: prefetch
   const size_t nkv = (size_t)a->n_kv_heads;
   float *acc = scratch, *m = acc + (size_t)nq * hd, *l = m + nq, *S = l + nq;
   float *kbuf = scratch + a->scratch_per_thread - 2 * (size_t)bs * hd, *vbuf = kbuf + (size_t)bs * hd;
@@ -419,20 +430,18 @@ INL void attend_item(const cpu_attn *a, int si, int t0, int nt, int h0, int nh, 
       // together, hd elements apart).
       const size_t base =
           (((size_t)s->blocks[b] * nkv + (size_t)h) * bs + (size_t)(j0 - b * bs)) * hd;
-      // attn_dec.h's kernel prefetches the item's next (block, head) into L1
-      // as it works on this one, each step the bytes it reads (the hardware's
-      // prefetchers stop at each 4 KB page, and at head size 128 a head's K
-      // rows of a block are one page). Further ahead (2 or 3) or into the L2
-      // did not pay; all of it at the call's start was slower.
+      // The item's next (block, head), prefetched into L1 by the kernels
+      // (top comment) as they work on this one. Further ahead (2 or 3), into
+      // the L2, or all of it at the block's start did not pay.
       const char *pk = NULL, *pv = NULL;
-      if (dec && (u + 1 < nh || b < bl)) {
+      if (pre && (u + 1 < nh || b < bl)) {
         const size_t nb =
             ((size_t)s->blocks[u + 1 < nh ? b : b + 1] * nkv + (size_t)(h0 + (u + 1) % nh)) * bs * hd;
         pk = (const char *)((const uint16_t *)a->k_cache + nb);
         pv = (const char *)((const uint16_t *)a->v_cache + nb);
       }
       if (!dec && a->kv_f16 && hd >= 256 && b < bl) {
-        // (Prompts; decode tokens prefetch through attn_dec.h, above.)
+        // (Prompts; decode tokens prefetch the next (block, head), above.)
         // Rows of 512 bytes and more (Gemma 3's head size 256): the next
         // block's K and V rows of head h asked of the L2 (prefetcht2), ahead
         // of their use. bench_attn_cpu 2000 1 4 1 256 30, 5 alternating rounds:
@@ -475,8 +484,7 @@ INL void attend_item(const cpu_attn *a, int si, int t0, int nt, int h0, int nh, 
             .g = G, .hd = hd, .scale = a->scale, .softcap = a->softcap,
             .vlo = rb + vlo, .vhi = rb + vhi, .m = m + i, .l = l + i, .acc = acc + i * hd,
             .pk = pk, .pv = pv};
-        if (a->avx512) att_dec_avx512(&d);
-        else att_dec_avx2(&d);
+        att_dec_avx512(&d);
         continue;
       }
       for (int i = u * nqh, t = 0; t < nt; t++) {
@@ -488,7 +496,12 @@ INL void attend_item(const cpu_attn *a, int si, int t0, int nt, int h0, int nh, 
           continue;
         }
         const float *qt = a->q + ((size_t)(t0 + t) * (size_t)a->n_heads + (size_t)h * G) * hd;
+        // The first three queries' pass prefetches the next (block, head),
+        // at the rows this block's pass reads (decode tokens, f16 in place).
+        const size_t ro = (size_t)(j0 - b * bs) * hd * 2;
+        const char *pk3 = pk ? pk + ro : NULL, *pv3 = pv ? pv + ro : NULL;
         for (int g = 0; g < G; g++, i++) {
+          if (g == 3) pk3 = pv3 = NULL;
           float *Si = S + (size_t)i * ss, *ai = acc + (size_t)i * hd;
           const float *qi = qt + (size_t)g * hd;
           if (vec && g + 3 <= G) {  // three queries of the token at once
@@ -496,10 +509,10 @@ INL void attend_item(const cpu_attn *a, int si, int t0, int nt, int h0, int nh, 
             // usual case) with these as constants: no masking code.
             if (nj == 16 && vlo <= 0 && vhi == 15 && !(a->softcap > 0))
               block3(qi, kb, vb, rs, in_place, 16, hd, a->scale, 0.0f, 0, 15, Si, ss, &m[i], &l[i],
-                     ai);
+                     ai, pk3, pv3);
             else
               block3(qi, kb, vb, rs, in_place, nj, hd, a->scale, a->softcap, vlo > 0 ? vlo : 0,
-                     vhi, Si, ss, &m[i], &l[i], ai);
+                     vhi, Si, ss, &m[i], &l[i], ai, pk3, pv3);
             g += 2, i += 2;
           } else if (vec) {
             const float bm =

@@ -1,9 +1,8 @@
 // Decode attention over one KV block of 16 f16 rows of one KV head, for the
 // G queries that share the head (one new token): the kernel attention.c's
-// items call for every (block, head) of a decode token when the head size is
-// a multiple of 16 and 1 <= G <= ATT_DEC_MAX_G. Two builds of one source
-// (attn_dec_tmpl.h): 8-float ymm vectors (AVX2 + FMA + F16C) and 16-float
-// zmm ones (AVX-512 F), chosen by cpu_attn.avx512.
+// items call for every (block, head) of a decode token when the CPU has
+// AVX-512 F (cpu_attn.avx512), the head size is a multiple of 16 and
+// 1 <= G <= ATT_DEC_MAX_G (attn_dec_avx512.c).
 #ifndef WICK_BACKEND_CPU_ATTN_DEC_H
 #define WICK_BACKEND_CPU_ATTN_DEC_H
 
@@ -30,7 +29,6 @@ typedef struct att_dec {
   const char *pk, *pv;
 } att_dec;
 
-void att_dec_avx2(const att_dec *d);    // AVX2 + FMA + F16C
-void att_dec_avx512(const att_dec *d);  // AVX-512 F (and the above)
+void att_dec_avx512(const att_dec *d);  // AVX-512 F, AVX2, FMA, F16C
 
 #endif
