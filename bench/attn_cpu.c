@@ -29,6 +29,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   const bool avx2 = wk_kernel_best_level() >= WK_LEVEL_AVX2;
+  const bool avx512 = wk_kernel_best_level() >= WK_LEVEL_AVX512BW;
   const int NB = (P + 1 + BS - 1) / BS;
   const size_t kvd = (size_t)NKV * HD, per_layer = (size_t)NB * BS * kvd;
   float *kf = wk_malloc(per_layer * L * sizeof(float)), *vf = wk_malloc(per_layer * L * sizeof(float));
@@ -65,7 +66,7 @@ int main(int argc, char **argv) {
                       .kv_f16 = f16, .seqs = &seq, .n_seqs = 1, .tok_seq = &ts, .tok_pos = &tp,
                       .n_tokens = 1, .n_heads = NH, .n_kv_heads = NKV, .head_dim = HD,
                       .block_size = BS, .scale = 0.125f, .scratch = scratch,
-                      .scratch_per_thread = per, .avx2 = avx2, .partial = part,
+                      .scratch_per_thread = per, .avx2 = avx2, .avx512 = avx512, .partial = part,
                       .partial_floats = np};
         cpu_attention(pool, &a);
       }

@@ -168,8 +168,10 @@ typedef struct att_case {
 } att_case;
 
 // f16: K and V stored as f16 (kv_f16; the values are f16-exact first, so
-// the reference and the tolerances are the f32 case's).
-static void attention_case(wk_pool *pool, const att_case *tc, bool avx2, bool f16) {
+// the reference and the tolerances are the f32 case's). avx512: decode
+// tokens over f16 take attn_dec.h's kernel (else the three-query kernels,
+// prefetching). Each variant runs twice: the same bits both times.
+static void attention_case(wk_pool *pool, const att_case *tc, bool avx2, bool f16, bool avx512) {
   const int NH = tc->nh, NKV = tc->nkv, HD = tc->hd, BS = tc->bs, kv_dim = NKV * HD;
   int len[2], nb[2], T = 0, NB = 0;
   for (int s = 0; s < 2; s++) {
@@ -216,6 +218,7 @@ static void attention_case(wk_pool *pool, const att_case *tc, bool avx2, bool f1
     for (int j = 0; j < seqs[s].n_new; j++)
       tok_seq[seqs[s].first + j] = s, tok_pos[seqs[s].first + j] = seqs[s].n_past + j;
   float *q = falloc((size_t)T * NH * HD), *out = falloc((size_t)T * NH * HD);
+  float *again = falloc((size_t)T * NH * HD);
   double *want = wk_malloc(sizeof(double) * (size_t)T * NH * HD);
   double *sc = wk_malloc(sizeof(double) * (size_t)(len[0] > len[1] ? len[0] : len[1]));
   fill(q, (size_t)T * NH * HD, 1.5f);
@@ -233,8 +236,11 @@ static void attention_case(wk_pool *pool, const att_case *tc, bool avx2, bool f1
                   .tok_seq = tok_seq, .tok_pos = tok_pos, .n_tokens = T, .n_heads = NH,
                   .n_kv_heads = NKV, .head_dim = HD, .block_size = BS, .window = windows[v],
                   .scale = scale, .softcap = caps[v], .scratch = scratch,
-                  .scratch_per_thread = per, .avx2 = avx2, .partial = partial,
-                  .partial_floats = npart};
+                  .scratch_per_thread = per, .avx2 = avx2, .avx512 = avx512,
+                  .partial = partial, .partial_floats = npart};
+    poison(out, (size_t)T * NH * HD);
+    cpu_attention(pool, &a);
+    memcpy(again, out, (size_t)T * NH * HD * sizeof *out);
     poison(out, (size_t)T * NH * HD);
     cpu_attention(pool, &a);
     for (int t = 0; t < T; t++)
@@ -260,18 +266,19 @@ static void attention_case(wk_pool *pool, const att_case *tc, bool avx2, bool f1
         }
       }
     char name[96];
-    snprintf(name, sizeof name, "attention hd %d g %d v%d %s%s", HD, NH / NKV, v,
-             avx2 ? "avx2" : "base", f16 ? " f16" : "");
+    snprintf(name, sizeof name, "attention hd %d g %d v%d %s%s t%d", HD, NH / NKV, v,
+             avx2 ? "avx2" : "base", f16 ? (avx512 ? " f16 avx512" : " f16") : "", nth);
+    CHECK(!memcmp(again, out, (size_t)T * NH * HD * sizeof *out), "%s: two runs differ", name);
     // f32 scores carry ~1e-7 of their size; v3's reach ~40, so its weights ~1e-5.
     close_all(name, out, want, (size_t)T * NH * HD, v == 3 ? 1e-5 : 2e-6);
   }
   for (int s = 0; s < 2; s++) wk_free(kk[s]), wk_free(vv[s]);
   wk_free(blocks), wk_free(kc), wk_free(vc), wk_free(tok_seq), wk_free(tok_pos), wk_free(q);
   wk_free(hk), wk_free(hv);
-  wk_free(out), wk_free(want), wk_free(sc), wk_free(scratch), wk_free(partial);
+  wk_free(out), wk_free(again), wk_free(want), wk_free(sc), wk_free(scratch), wk_free(partial);
 }
 
-static void test_attention(wk_pool *pool, bool avx2) {
+static void test_attention(wk_pool *pool, bool avx2, bool avx512) {
   const att_case cases[] = {
       {.nh = 4, .nkv = 2, .hd = 8, .bs = 4, .past = {6, 0}, .n_new = {5, 3}},
       {.nh = 6, .nkv = 2, .hd = 12, .bs = 16, .past = {20, 3}, .n_new = {1, 2}},    // decode
@@ -288,10 +295,25 @@ static void test_attention(wk_pool *pool, bool avx2) {
       // Decode steps, long and short: with threads, KV blocks split and merged.
       {.nh = 4, .nkv = 1, .hd = 64, .bs = 16, .past = {300, 5}, .n_new = {1, 1}},
       {.nh = 6, .nkv = 2, .hd = 24, .bs = 4, .past = {150, 0}, .n_new = {1, 0}},
+      // Decode steps for attn_dec.h's kernel (f16, blocks of 16, head sizes
+      // multiples of 16, 1 to 8 queries a KV head), key counts not multiples
+      // of 16: Llama 3's head shape (128, 4), 8 queries, Gemma 3's (256, 4),
+      // SmolLM2's (64, 3), and 1, 2, 5, 6 and 7 queries with head sizes whose
+      // chunks of the P * V steps leave a rest.
+      {.nh = 8, .nkv = 2, .hd = 128, .bs = 16, .past = {200, 37}, .n_new = {1, 1}},
+      {.nh = 8, .nkv = 1, .hd = 128, .bs = 16, .past = {150, 9}, .n_new = {1, 1}},
+      {.nh = 4, .nkv = 1, .hd = 256, .bs = 16, .past = {300, 20}, .n_new = {1, 1}},
+      {.nh = 9, .nkv = 3, .hd = 64, .bs = 16, .past = {260, 0}, .n_new = {1, 1}},
+      {.nh = 2, .nkv = 2, .hd = 80, .bs = 16, .past = {90, 16}, .n_new = {1, 1}},
+      {.nh = 4, .nkv = 2, .hd = 96, .bs = 16, .past = {70, 31}, .n_new = {1, 1}},
+      {.nh = 5, .nkv = 1, .hd = 32, .bs = 16, .past = {130, 2}, .n_new = {1, 1}},
+      {.nh = 12, .nkv = 2, .hd = 48, .bs = 16, .past = {100, 47}, .n_new = {1, 1}},
+      {.nh = 7, .nkv = 1, .hd = 16, .bs = 16, .past = {64, 15}, .n_new = {1, 1}},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    attention_case(pool, &cases[i], avx2, false);
-    if (avx2) attention_case(pool, &cases[i], true, true);  // f16 K/V need F16C
+    attention_case(pool, &cases[i], avx2, false, false);
+    if (avx2) attention_case(pool, &cases[i], true, true, false);  // f16 K/V need F16C
+    if (avx512) attention_case(pool, &cases[i], true, true, true);
   }
 }
 
@@ -553,9 +575,14 @@ int main(void) {
   test_act(NULL);
   test_rope();
   const bool avx2 = wk_kernel_best_level() >= WK_LEVEL_AVX2;
-  test_attention(pool, false);
-  test_attention(NULL, avx2);
-  if (avx2) test_attention(pool, true);
+  const bool avx512 = wk_kernel_best_level() >= WK_LEVEL_AVX512BW;
+  test_attention(pool, false, false);
+  test_attention(NULL, avx2, avx512);
+  if (avx2) test_attention(pool, true, avx512);
+  wk_pool *pool2 = wk_pool_create(2);  // decode splits of two threads
+  WK_ASSERT(pool2);
+  if (avx2) test_attention(pool2, true, avx512);
+  wk_pool_destroy(pool2);
   test_matmul(pool);
   test_matmul(NULL);
   test_mm_fast(pool);

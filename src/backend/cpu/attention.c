@@ -9,9 +9,30 @@
 // kernels that load each K and V row once for the three and keep twelve
 // independent accumulators (FMA chains), the rest one at a time; the sums are
 // the same either way. The three's softmax steps run interleaved, and a whole
-// block of 16 rows visible to all three (decode's usual case, no softcap)
-// goes through a copy of the kernels with those sizes as constants, which
-// masks nothing. Threads claim items from a shared counter, the last
+// block of 16 rows visible to all three (no softcap) goes through a copy of
+// the kernels with those sizes as constants, which masks nothing.
+//
+// Decode over an f16 cache (one new token, rows read in place): as an item
+// works on one (block, head) it prefetches the next one's K and V rows into
+// L1, each step the lines of them that it reads of this one. The hardware's
+// prefetchers stop at each 4 KB page, and at head size 128 a head's K (or
+// V) rows of a block are one page: without this the decode items waited on
+// memory most of the time (bench_attn_cpu 2000 1 32 8 128 30: 8.7 GB/s of
+// K + V where a plain read of the same bytes runs ~30). Where the CPU has
+// AVX-512 F (cpu_attn.avx512; WICK_CPU_LEVEL=avx2 turns it off), blocks of
+// 16 rows, head sizes a multiple of 16 and G <= 8 (Llama 3's 128 / 4,
+// Gemma 3's 256 / 4, SmolLM2's 64 / 3) take attn_dec.h's kernel instead of
+// the three-query ones, a (block, head) a call: all G queries against each K
+// row in one pass over the row, the rows' partial sums reduced in a tree to
+// one vector of 16 scores a query (no horizontal sum per row and query), the
+// online softmax on that vector, and P * V with the G outputs' accumulators
+// in zmm registers across the block's rows, chunk by chunk of head_dim (each
+// V chunk converted once for the G queries, the rescale folded into the
+// accumulators' load). Elsewhere the three-query pass prefetches (the
+// queries after it read the block from L1). Figures: bench/RESULTS.md,
+// session 25 (at head size 128, 1 thread: ~950 -> ~390 us a layer).
+//
+// Threads claim items from a shared counter, the last
 // tiles of each sequence (the longest) first. A decode batch with fewer items
 // than two per thread splits each item's KV blocks into parts whose softmax
 // states are merged at the end, so that all threads stream the cache.
@@ -30,6 +51,7 @@
 #include <stdatomic.h>
 #include <string.h>
 
+#include "backend/cpu/attn_dec.h"
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/vec8.h"
 #include "base/fp.h"
@@ -129,23 +151,6 @@ INL void hsum8x8(const v8f *a, v8f *r) {
   *r = __builtin_shuffle(u0, u1, lanes_lo) + __builtin_shuffle(u0, u1, lanes_hi);
 }
 
-// *a = the lane-wise larger of *a and b
-INL void max8(v8f *a, const v8f *b) {
-  const v8i gt = *b > *a;
-  *a = (v8f)(((v8i)*b & gt) | ((v8i)*a & ~gt));
-}
-
-// The largest lane of *p, in registers (no trip through memory).
-INL float hmax8(const v8f *p) {
-  v8f a = *p, t = __builtin_shuffle(a, (v8i){4, 5, 6, 7, 0, 1, 2, 3});
-  max8(&a, &t);
-  t = __builtin_shuffle(a, (v8i){2, 3, 0, 1, 6, 7, 4, 5});
-  max8(&a, &t);
-  t = __builtin_shuffle(a, (v8i){1, 0, 3, 2, 5, 4, 7, 6});
-  max8(&a, &t);
-  return a[0];
-}
-
 typedef short v8h __attribute__((vector_size(16), aligned(2), may_alias));  // 8 halves
 
 // *x = 8 floats at element i of rows p: f32, or f16 converted (F16C; only in
@@ -187,9 +192,9 @@ INL float scores8(const float *q, const void *k, size_t ks, bool h16, int nj, in
     const v8i jj = lane + j0, vis = (jj >= vlo) & (jj <= vhi);
     r = (v8f)(((v8i)r & vis) | ((v8i)SPL(-INFINITY) & ~vis));
     *(v8fu *)(S + j0) = r;
-    max8(&mx, &r);
+    vec8_max(&mx, &r);
   }
-  return hmax8(&mx);
+  return vec8_hmax(&mx);
 }
 
 // scores8 for three queries at once (q0 and the two after it, hd apart; S0
@@ -197,7 +202,8 @@ INL float scores8(const float *q, const void *k, size_t ks, bool h16, int nj, in
 // step: each K row is loaded (h16: and converted) once for the three, and the
 // twelve accumulators give the FMAs independent chains.
 INL void scores8x3(const float *q0, const void *k, size_t ks, bool h16, int nj, int hd,
-                   float scale, float softcap, int vlo, int vhi, float *S0, int ss, float *bm) {
+                   float scale, float softcap, int vlo, int vhi, float *S0, int ss, float *bm,
+                   const char *pf) {
   const v8i lane = {0, 1, 2, 3, 0, 1, 2, 3};
   const float *q1 = q0 + hd, *q2 = q1 + hd;
   float *S1 = S0 + ss, *S2 = S1 + ss;
@@ -211,6 +217,9 @@ INL void scores8x3(const float *q0, const void *k, size_t ks, bool h16, int nj, 
     v8f a[12];
     _Pragma("GCC unroll 12") for (int c = 0; c < 12; c++) a[c] = SPL(0.0f);
     for (int d = 0; d < hd; d += 8) {
+      if (pf && d % 32 == 0)  // f16 rows: the lines this step starts, of pf's
+        _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++)
+          __builtin_prefetch(pf + (kr[j] + d) * 2, 0, 3);
       const v8f x0 = *(const v8fu *)(q0 + d), x1 = *(const v8fu *)(q1 + d);
       const v8f x2 = *(const v8fu *)(q2 + d);
       _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++) {
@@ -235,8 +244,8 @@ INL void scores8x3(const float *q0, const void *k, size_t ks, bool h16, int nj, 
     memcpy(S0 + j0, &r01, 4 * sizeof(float));
     memcpy(S1 + j0, (const float *)&r01 + 4, 4 * sizeof(float));
     memcpy(S2 + j0, &r2, 4 * sizeof(float));
-    max8(&mx01, &r01);
-    max8(&mx2, &r2);
+    vec8_max(&mx01, &r01);
+    vec8_max(&mx2, &r2);
   }
   if (j0 & 4)  // -inf up to the next multiple of 8
     for (int j = 0; j < 4; j++) S0[j0 + j] = S1[j0 + j] = S2[j0 + j] = -INFINITY;
@@ -244,9 +253,9 @@ INL void scores8x3(const float *q0, const void *k, size_t ks, bool h16, int nj, 
   _Pragma("GCC unroll 2") for (int step = 0; step < 2; step++) {
     const v8i sw = step ? (v8i){1, 0, 3, 2, 5, 4, 7, 6} : (v8i){2, 3, 0, 1, 6, 7, 4, 5};
     v8f t = __builtin_shuffle(mx01, sw);
-    max8(&mx01, &t);
+    vec8_max(&mx01, &t);
     t = __builtin_shuffle(mx2, sw);
-    max8(&mx2, &t);
+    vec8_max(&mx2, &t);
   }
   bm[0] = mx01[0], bm[1] = mx01[4], bm[2] = mx2[0];
 }
@@ -286,7 +295,7 @@ INL void pv8(float *acc, const float *w, const void *v, size_t vs, bool h16, int
 // rows j in [j0, j1]: each V row is loaded once for the three, and the twelve
 // accumulators of 32 dims give the FMAs independent chains.
 INL void pv8x3(float *const *ac, const float *const *w, const void *v, size_t vs, bool h16,
-               int j0, int j1, int hd) {
+               int j0, int j1, int hd, const char *pf) {
   int d0 = 0;
   for (; d0 + 32 <= hd; d0 += 32) {
     v8f a[12];
@@ -294,6 +303,7 @@ INL void pv8x3(float *const *ac, const float *const *w, const void *v, size_t vs
       a[c] = *(v8fu *)(ac[c / 4] + d0 + 8 * (c % 4));
     size_t vr = (size_t)j0 * vs + d0;  // elements of v
     for (int j = j0; j <= j1; j++, vr += vs) {
+      if (pf) __builtin_prefetch(pf + vr * 2, 0, 3);  // f16 rows: the line this step reads
       const v8f w0 = SPL(w[0][j]), w1 = SPL(w[1][j]), w2 = SPL(w[2][j]);
       _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) {
         v8f x;
@@ -372,14 +382,14 @@ INL void softmax_step3(float *S0, int ss, int n8, const float *bm, float *m, flo
 // steps and the V rows.
 INL void block3(const float *q0, const void *kb, const void *vb, size_t rs, bool h16, int nj,
                 int hd, float scale, float softcap, int vlo, int vhi, float *S0, int ss,
-                float *m, float *l, float *acc) {
+                float *m, float *l, float *acc, const char *pk, const char *pv) {
   float bm[3];
-  scores8x3(q0, kb, rs, h16, nj, hd, scale, softcap, vlo, vhi, S0, ss, bm);
+  scores8x3(q0, kb, rs, h16, nj, hd, scale, softcap, vlo, vhi, S0, ss, bm, pk);
   softmax_step3(S0, ss, (nj + 7) & ~7, bm, m, l, acc, hd);
   float *const ac3[3] = {acc, acc + hd, acc + 2 * hd};
   const float *const w3[3] = {S0, S0 + ss, S0 + 2 * ss};
   // Outside [vlo, vhi] the weights are 0 (and the rows skipped).
-  pv8x3(ac3, w3, vb, rs, h16, vlo, vhi, hd);
+  pv8x3(ac3, w3, vb, rs, h16, vlo, vhi, hd, pv);
 }
 
 // One work item: tokens [t0, t0 + nt) of sequence si, KV heads [h0, h0 +
@@ -392,6 +402,10 @@ INL void attend_item(const cpu_attn *a, int si, int t0, int nt, int h0, int nh, 
   const int G = a->n_heads / a->n_kv_heads, bs = a->block_size;
   const int nqh = G * nt, nq = nqh * nh, ss = score_stride(bs);
   const bool vec = hd % 8 == 0;
+  // A decode token over an f16 cache in blocks of 16 rows: attn_dec.h's kernel.
+  const bool dec = a->avx512 && h16 && nt == 1 && bs == ATT_DEC_ROWS && hd % 16 == 0 &&
+                   G <= ATT_DEC_MAX_G;
+  const bool pre = h16 && vec && nt == 1;  // decode, f16 rows in place: prefetch
   const size_t nkv = (size_t)a->n_kv_heads;
   float *acc = scratch, *m = acc + (size_t)nq * hd, *l = m + nq, *S = l + nq;
   float *kbuf = scratch + a->scratch_per_thread - 2 * (size_t)bs * hd, *vbuf = kbuf + (size_t)bs * hd;
@@ -416,7 +430,18 @@ INL void attend_item(const cpu_attn *a, int si, int t0, int nt, int h0, int nh, 
       // together, hd elements apart).
       const size_t base =
           (((size_t)s->blocks[b] * nkv + (size_t)h) * bs + (size_t)(j0 - b * bs)) * hd;
-      if (a->kv_f16 && hd >= 256 && b < bl) {
+      // The item's next (block, head), prefetched into L1 by the kernels
+      // (top comment) as they work on this one. Further ahead (2 or 3), into
+      // the L2, or all of it at the block's start did not pay.
+      const char *pk = NULL, *pv = NULL;
+      if (pre && (u + 1 < nh || b < bl)) {
+        const size_t nb =
+            ((size_t)s->blocks[u + 1 < nh ? b : b + 1] * nkv + (size_t)(h0 + (u + 1) % nh)) * bs * hd;
+        pk = (const char *)((const uint16_t *)a->k_cache + nb);
+        pv = (const char *)((const uint16_t *)a->v_cache + nb);
+      }
+      if (!dec && a->kv_f16 && hd >= 256 && b < bl) {
+        // (Prompts; decode tokens prefetch the next (block, head), above.)
         // Rows of 512 bytes and more (Gemma 3's head size 256): the next
         // block's K and V rows of head h asked of the L2 (prefetcht2), ahead
         // of their use. bench_attn_cpu 2000 1 4 1 256 30, 5 alternating rounds:
@@ -448,6 +473,20 @@ INL void attend_item(const cpu_attn *a, int si, int t0, int nt, int h0, int nh, 
         rows_f16_f32(vbuf, (const uint16_t *)a->v_cache + base, nj, hd, (size_t)hd);
         kb = kbuf, vb = vbuf, rs = (size_t)hd;
       }
+      if (dec) {  // one token: the G queries of head h through attn_dec.h
+        const int p = p0, qlo = a->window > 0 ? p - a->window + 1 : 0, rb = j0 - b * bs;
+        const int vlo = qlo - j0 > 0 ? qlo - j0 : 0, vhi = p - j0 < nj - 1 ? p - j0 : nj - 1;
+        if (vlo > vhi) continue;  // nothing visible to the token
+        const size_t i = (size_t)u * G;
+        const att_dec d = {
+            .q = a->q + ((size_t)t0 * (size_t)a->n_heads + (size_t)h * G) * hd,
+            .kb = (const uint16_t *)kb - (size_t)rb * hd, .vb = (const uint16_t *)vb - (size_t)rb * hd,
+            .g = G, .hd = hd, .scale = a->scale, .softcap = a->softcap,
+            .vlo = rb + vlo, .vhi = rb + vhi, .m = m + i, .l = l + i, .acc = acc + i * hd,
+            .pk = pk, .pv = pv};
+        att_dec_avx512(&d);
+        continue;
+      }
       for (int i = u * nqh, t = 0; t < nt; t++) {
         const int p = p0 + t, qlo = a->window > 0 ? p - a->window + 1 : 0;
         // Rows [vlo, vhi] of the block are visible to token t0 + t.
@@ -457,7 +496,12 @@ INL void attend_item(const cpu_attn *a, int si, int t0, int nt, int h0, int nh, 
           continue;
         }
         const float *qt = a->q + ((size_t)(t0 + t) * (size_t)a->n_heads + (size_t)h * G) * hd;
+        // The first three queries' pass prefetches the next (block, head),
+        // at the rows this block's pass reads (decode tokens, f16 in place).
+        const size_t ro = (size_t)(j0 - b * bs) * hd * 2;
+        const char *pk3 = pk ? pk + ro : NULL, *pv3 = pv ? pv + ro : NULL;
         for (int g = 0; g < G; g++, i++) {
+          if (g == 3) pk3 = pv3 = NULL;
           float *Si = S + (size_t)i * ss, *ai = acc + (size_t)i * hd;
           const float *qi = qt + (size_t)g * hd;
           if (vec && g + 3 <= G) {  // three queries of the token at once
@@ -465,10 +509,10 @@ INL void attend_item(const cpu_attn *a, int si, int t0, int nt, int h0, int nh, 
             // usual case) with these as constants: no masking code.
             if (nj == 16 && vlo <= 0 && vhi == 15 && !(a->softcap > 0))
               block3(qi, kb, vb, rs, in_place, 16, hd, a->scale, 0.0f, 0, 15, Si, ss, &m[i], &l[i],
-                     ai);
+                     ai, pk3, pv3);
             else
               block3(qi, kb, vb, rs, in_place, nj, hd, a->scale, a->softcap, vlo > 0 ? vlo : 0,
-                     vhi, Si, ss, &m[i], &l[i], ai);
+                     vhi, Si, ss, &m[i], &l[i], ai, pk3, pv3);
             g += 2, i += 2;
           } else if (vec) {
             const float bm =

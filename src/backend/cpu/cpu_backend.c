@@ -129,6 +129,7 @@ static int plan_matrices(cpu_ctx *c, wk_error *err) {
     return wk_fail(err, WICK_ERR_NOMEM, "cpu: out of memory for converted activations "
                    "(%d tokens a batch)", T);
   c->avx2 = wk_kernel_best_level() >= WK_LEVEL_AVX2;
+  c->avx512 = wk_kernel_best_level() >= WK_LEVEL_AVX512BW;
   return WICK_OK;
 }
 

@@ -35,6 +35,7 @@ typedef struct cpu_ctx {
   wk_pool *pool;
   int n_threads;
   bool avx2;              // attention's vector code may use AVX2 + FMA
+  bool avx512;            // and its decode kernel AVX-512 F
   layer_vecs *lv;         // [n_layers]
   layer_mm *lm;           // [n_layers]
   cpu_mm out_mm;          // the output (logits) matrix

@@ -116,6 +116,7 @@ typedef struct cpu_attn {
   float *scratch;          // per thread: scratch_per_thread floats
   size_t scratch_per_thread;  // >= cpu_attn_scratch(n_heads, n_kv_heads, head_dim, block_size)
   bool avx2;               // the CPU has AVX2 + FMA (wk_kernel_best_level)
+  bool avx512;             // and AVX-512 F (wk_kernel_best_level >= WK_LEVEL_AVX512BW)
   float *partial;          // decode splits' states (NULL: no splitting)
   size_t partial_floats;   // cpu_attn_partial(...)
 } cpu_attn;

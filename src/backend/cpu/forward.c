@@ -67,6 +67,7 @@ static void attention_block(cpu_ctx *c, const wk_batch *bt, int il) {
       .block_size = c->p.kv.block_size, .window = l->sliding_window,
       .scale = m->attn_scale, .softcap = m->attn_softcap,
       .scratch = c->att_scratch, .scratch_per_thread = c->att_per, .avx2 = c->avx2,
+      .avx512 = c->avx512,
       .partial = c->att_part, .partial_floats = c->att_part_n,
   };
   cpu_attention(c->pool, &a);
