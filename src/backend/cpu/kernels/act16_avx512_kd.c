@@ -12,12 +12,15 @@
 // 0.98-1.02x, so on AMD it keeps act16_avx512_k.c's tile (yiq4y: 1.39-1.45x;
 // the former yiq4dec 1.17-1.22x); on Intel it takes this one (below).
 //
-// Intel CPUs with VBMI2 and GFNI take act16_avx512_kw.c's Q4_K / Q5_K tiles
-// instead (vpdpbusd sums packed two to a dword: 3 multiplies per 64 codes
-// where this tile takes 4; on the device host's Xeon 1.29-1.37x the AVX2
-// tile against this one's 1.16-1.22x). On Zen 4 that tile runs 0.90-1.10x
-// the AVX2 tile against this one's 1.08-1.39x (bench_levels, session 24), so
-// AMD keeps this one.
+// Intel CPUs and AMD Zen 5 (both with VBMI2 and GFNI) take
+// act16_avx512_kw.c's Q4_K / Q5_K tiles instead (vpdpbusd sums packed two
+// to a dword: 3 multiplies per 64 codes where this tile takes 4). bench_levels,
+// ratio to the AVX2 tile: on the device host's Xeon 1.29-1.37x against this
+// one's 1.16-1.22x; on Zen 5 (family 26, 512-bit multiplies at full width)
+// Q4_K 1.29-1.34x against 1.08-1.14x, Q5_K 1.47-1.57x against 1.13-1.27x
+// (session 25); on Zen 4 (family 25, 512-bit operations in two 256-bit
+// halves) 0.90-1.10x against this one's 1.08-1.39x (session 24), so Zen 4
+// keeps this one.
 //
 // Several tokens: A16_DEC_TYPE (four or more through the AVX2 level's gemm,
 // one to three through this decode tile once per token, as the AVX2 gemm
@@ -28,6 +31,7 @@
 #include "backend/cpu/kernels/act16_avx2_k.c"
 #include "backend/cpu/kernels/act16_avx512_kw.h"
 
+#include <cpuid.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,22 +45,34 @@ A16_DEC_TYPE(iq4_xs, WK_IQ4_XS, kdec, 4)
 // tile and this one 1.16-1.20x, on Zen 4 yiq4dec 1.17-1.22x and this one
 // 0.98-1.02x (bench_levels iq4_xs, rows in L2; bench/RESULTS.md, sessions 22
 // and 23). act16_avx512_k.c's IQ4_XS tile is yiq4y now (int16 code x scale
-// words against int16 v), not yet measured on an Intel CPU.
-// WICK_CPU_VENDOR=intel or amd in the environment overrides cpuid's vendor
-// (so that one CPU's tests cover both vendors' tiles).
-static int on_intel(void) {
+// words against int16 v): 1.38-1.45x on Zen 4, 1.48x on Zen 5 against this
+// one's 1.05-1.07x there (session 25), not yet measured on an Intel CPU.
+//
+// The CPU's kind for these choices: Intel, AMD Zen 4 and older (and any
+// other maker), or AMD Zen 5 and later (family 26 on). WICK_CPU_VENDOR=intel,
+// zen4 or zen5 in the environment (amd: zen4) overrides cpuid, so that one
+// CPU's tests cover every kind's tiles.
+enum { CPU_INTEL, CPU_ZEN4, CPU_ZEN5 };
+static int cpu_kind(void) {
   const char *v = getenv("WICK_CPU_VENDOR");
-  if (v && (!strcmp(v, "intel") || !strcmp(v, "amd"))) return !strcmp(v, "intel");
+  if (v && !strcmp(v, "intel")) return CPU_INTEL;
+  if (v && (!strcmp(v, "zen4") || !strcmp(v, "amd"))) return CPU_ZEN4;
+  if (v && !strcmp(v, "zen5")) return CPU_ZEN5;
   __builtin_cpu_init();
-  return __builtin_cpu_is("intel");
+  if (__builtin_cpu_is("intel")) return CPU_INTEL;
+  unsigned a, b, c, d;
+  if (!__builtin_cpu_is("amd") || !__get_cpuid(1, &a, &b, &c, &d)) return CPU_ZEN4;
+  const unsigned family = ((a >> 8) & 15) == 15 ? 15 + ((a >> 20) & 255) : (a >> 8) & 15;
+  return family >= 26 ? CPU_ZEN5 : CPU_ZEN4;
 }
 
 int wk_act16_avx512_kd_find(int type, wk_vec_dot_fn *dot, wk_gemm_fn *gemm) {
-  if (on_intel() && wk_act16_avx512_kw_find(type, dot, gemm)) return 1;
-  const wk_gemm_fn g = type == WK_Q4_K                  ? q4_k_gemm
-                       : type == WK_Q5_K                ? q5_k_gemm
-                       : type == WK_IQ4_XS && on_intel() ? iq4_xs_gemm
-                                                        : NULL;
+  const int kind = cpu_kind();
+  if (kind != CPU_ZEN4 && wk_act16_avx512_kw_find(type, dot, gemm)) return 1;
+  const wk_gemm_fn g = type == WK_Q4_K                            ? q4_k_gemm
+                       : type == WK_Q5_K                          ? q5_k_gemm
+                       : type == WK_IQ4_XS && kind == CPU_INTEL ? iq4_xs_gemm
+                                                                  : NULL;
   if (!g || !wk_act16_avx2_find(type, dot, gemm)) return 0;
   *gemm = g;  // *dot: the AVX2 level's
   return 1;
