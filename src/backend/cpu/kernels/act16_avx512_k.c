@@ -39,6 +39,14 @@
 // words by vpermw from a table per scale, vpdpwssd against v as int16 (the
 // product's zprep); the AVX2 decode tile's integers and f32 steps (see the
 // IQ4_XS section).
+// On AMD Zen 5 (wk_kern_cpu_kind) IQ4_XS takes ziq4w instead: the same in
+// 512-bit vectors, a chunk a vector (its nibbles by one vpmultishiftqb, v
+// in the product's zprep in that order): 3 vector operations a chunk and
+// row against 6. bench_levels on Zen 5 (rows in L2, ratio to the AVX2 tile,
+// medians of 4 rounds alternating with yiq4y through WICK_CPU_VENDOR, at
+// 4096x512 / 2048x640 / 1024x2048): yiq4y 1.48 / 1.46 / 1.44 (1.41-1.49),
+// ziq4w 1.87 / 1.86 / 1.82 (1.65-1.89; 24-26 -> 31-34 GB/s); tiles of 6 or
+// 8 rows 4-8% slower than 4. On Zen 4 the scheme lost (the IQ4_XS section).
 //
 // Bounds: pmaddubsw lanes stay below 2^15 as in the AVX2 kernels (same
 // operands); vpdpwssd wraps like pmaddwd + paddd, and the combined lane is
@@ -265,16 +273,19 @@ AT AI void zpairs(const uint8_t *q, const int starts, __m512i *xl, __m512i *xh, 
 // and sums cost each tile 1.5-2.5 operations a row and super-block): per
 // super-block ZP_INTS int32, the pairs' xl (4 x 64 bytes), xh, then l0 and
 // h0 (with starts = 1); starts = 2 (IQ4_XS): v = lo + 128 hi, 256 int16 in
-// value order.
+// value order; 3: the same in ziq4w's order.
 #define ZP_INTS 160
 AT AI void zprep_at(const uint8_t *xq, int64_t nb, int64_t b, const int starts, int32_t *c) {
-  if (starts == 2) {  // IQ4_XS
+  if (starts >= 2) {  // IQ4_XS
     const uint8_t *q = xq + wk_act16_bytes(WK_ACT_A16K, nb, b);
     A16_UNROLL for (int i = 0; i < 8; i++) {
       const __m512i l = _mm512_cvtepi8_epi16(_mm256_loadu_si256((const __m256i *)(q + 32 * i)));
       const __m512i h =
           _mm512_cvtepi8_epi16(_mm256_loadu_si256((const __m256i *)(q + 256 + 32 * i)));
-      _mm512_storeu_si512(c + 16 * i, _mm512_add_epi16(l, _mm512_slli_epi16(h, 7)));
+      __m512i v = _mm512_add_epi16(l, _mm512_slli_epi16(h, 7));
+      // ziq4w's order: 64-bit lane q holds group 0, 2, 1, 3, 4, 6, 5, 7
+      if (starts == 3) v = _mm512_permutexvar_epi64(_mm512_setr_epi64(0, 2, 1, 3, 4, 6, 5, 7), v);
+      _mm512_storeu_si512(c + 16 * i, v);
     }
     return;
   }
@@ -556,11 +567,12 @@ AT AI __m512i zbcast64(const uint8_t *p) {
   return _mm512_set1_epi64(v);
 }
 
-// Rows blk .. blk + (R - 1) ws of one super-block: so[r][j] = 32 x the 6-bit
-// scale of chunk j (yi4_tab's row offset), dd[r] = d_w * d_a (f32 bits); 4
+// Rows blk .. blk + (R - 1) ws of one super-block: so[r][j] = 2^sh x the
+// 6-bit scale of chunk j (the table's row offset: sh 5 for yi4_tab, 6 for
+// zi4_tab), dd[r] = d_w * d_a (f32 bits); 4
 // rows a 512-bit vector (a row a 128-bit lane: d, scales_h, scales_l).
 AT AI void yi4_scales(const int R, const uint8_t *blk, size_t ws, float da, uint16_t (*so)[8],
-                      int32_t *dd) {
+                      int32_t *dd, const int sh) {
   A16_UNROLL for (int r = 0; r < R; r += 4) {  // rows r .. r + 3 (lane i: row r + i)
     __m512i z = zbcast64(blk + (size_t)r * ws);
     A16_UNROLL for (int i = 1; i < 4; i++) {
@@ -577,7 +589,7 @@ AT AI void yi4_scales(const int R, const uint8_t *blk, size_t ws, float da, uint
     __m512i h2 = _mm512_srlv_epi16(_mm512_shuffle_epi8(z, _mm512_set1_epi32(0x03020302)), hs);
     l4 = _mm512_and_si512(l4, _mm512_set1_epi16(15));
     h2 = _mm512_slli_epi16(_mm512_and_si512(h2, _mm512_set1_epi16(3)), 4);
-    _mm512_storeu_si512(so[r], _mm512_slli_epi16(_mm512_or_si512(l4, h2), 5));
+    _mm512_storeu_si512(so[r], _mm512_slli_epi16(_mm512_or_si512(l4, h2), sh));
     const __m128i d4 = _mm512_castsi512_si128(_mm512_permutexvar_epi16(
         _mm512_zextsi128_si512(_mm_setr_epi16(0, 8, 16, 24, 0, 0, 0, 0)), z));
     const __m128 d = _mm_mul_ps(_mm_cvtph_ps(d4), _mm_set1_ps(da));
@@ -596,13 +608,14 @@ AT AI void yiq4y(const int R, const uint8_t *w, size_t ws, int64_t nb, const uin
   // done (a load from a store still in flight waited on it)
   uint16_t so[2][A16_MAXR + 3][8];
   int32_t dd[2][A16_MAXR + 3];
-  if (nb > 0) yi4_scales(R, w, ws, act[0].d, so[0], dd[0]);
+  if (nb > 0) yi4_scales(R, w, ws, act[0].d, so[0], dd[0], 5);
   for (int64_t b = 0; b < nb; b++) {
     const uint8_t *blk = w + (size_t)b * 136;
     a16_ahead(R, blk, ws, b, 136, A16_K_AHEAD);
     int32_t one[ZP_INTS] __attribute__((aligned(64)));
     const int16_t *v = (const int16_t *)zprep_cb(xq, nb, b, c, 2, one);
-    if (b + 1 < nb) yi4_scales(R, blk + 136, ws, act[b + 1].d, so[(b + 1) & 1], dd[(b + 1) & 1]);
+    if (b + 1 < nb)
+      yi4_scales(R, blk + 136, ws, act[b + 1].d, so[(b + 1) & 1], dd[(b + 1) & 1], 5);
     uint16_t (*sob)[8] = so[b & 1];
     __m256i sa[A16_MAXR], sb[A16_MAXR];
     A16_UNROLL for (int r = 0; r < R; r++) sa[r] = sb[r] = _mm256_setzero_si256();
@@ -631,13 +644,96 @@ AT AI void yiq4y(const int R, const uint8_t *w, size_t ws, int64_t nb, const uin
   A16_UNROLL for (int r = 0; r < R; r++) y[(size_t)r * yr] = a16_hsum(acc[r]);
 }
 
-// Types whose tiles take a product's zprep (Q2_K, Q3_K, IQ4_XS; zprep_mode).
-AT AI int zhas_prep(const int type) {
-  return type == WK_Q2_K || type == WK_Q3_K || type == WK_IQ4_XS;
+// ziq4w (AMD Zen 5 only, wk_kern_cpu_kind): yiq4y in 512-bit vectors, a
+// chunk of a row a vector. The chunk's 16 qs bytes broadcast to the four
+// 128-bit lanes (bytes 0-7 in the even 64-bit lanes, 8-15 in the odd ones)
+// and one vpmultishiftqb takes each word's nibble into its low bits: 64-bit
+// lane q gets group (4 values) zi4_grp[q] = 0, 2, 1, 3, 4, 6, 5, 7 of the
+// chunk (the low nibbles of bytes 0-3 or 4-7 of its half, or their high
+// nibbles), and the product's zprep holds v in that order (zprep mode 3).
+// vpermw then looks the nibbles up in the chunk's scale's table (zi4_tab:
+// yi4_tab's 16 words twice, since bit 4 of an index is the next nibble's
+// bit), and one vpdpwssd multiplies them with v: 3 vector operations a chunk
+// and row against yiq4y's 6. Per super-block, the two int32 lanes of each
+// 64-bit lane added and put in group order by one vpermd give the AVX2
+// kernels' 8 lanes (the same integers as yiq4y's), then kdec's f32 step
+//   acc += float(lanes) * (d_w * d_a)
+// so every output is the AVX2 level's bit for bit.
+// On Zen 4 (512-bit operations in two 256-bit halves, vpmultishiftqb on the
+// multiply pipes) this scheme ran 0.93-0.98x the tile before yiq4y (see
+// above); Zen 5 runs them at full width (bench/RESULTS.md, session 25).
+#define ZI4_ROW(ls) {YI4_V16((ls)-32), YI4_V16((ls)-32)}
+#define ZI4_8(a)                                                                          \
+  ZI4_ROW(a), ZI4_ROW(a + 1), ZI4_ROW(a + 2), ZI4_ROW(a + 3), ZI4_ROW(a + 4), ZI4_ROW(a + 5), \
+      ZI4_ROW(a + 6), ZI4_ROW(a + 7)
+// zi4_tab[ls][e] = wk_kern_iq4nl_values[e % 16] * (ls - 32)
+static const int16_t zi4_tab[64][32] __attribute__((aligned(64))) = {
+    ZI4_8(0), ZI4_8(8), ZI4_8(16), ZI4_8(24), ZI4_8(32), ZI4_8(40), ZI4_8(48), ZI4_8(56)};
+
+// vpmultishiftqb's bit offsets: word k of 64-bit lane q takes the nibble at
+// bit 8 k (q = 0, 1), 32 + 8 k (2, 3), 4 + 8 k (4, 5), 36 + 8 k (6, 7).
+#define ZI4_OFF(o) (long long)(0x0101010101010101ull * (o) + 0x1818101008080000ull)
+#define ZI4_SHIFTS                                                                 \
+  _mm512_set_epi64(ZI4_OFF(36), ZI4_OFF(36), ZI4_OFF(4), ZI4_OFF(4), ZI4_OFF(32), \
+                   ZI4_OFF(32), ZI4_OFF(0), ZI4_OFF(0))
+
+AT AI void ziq4w(const int R, const uint8_t *w, size_t ws, int64_t nb, const uint8_t *xq,
+                 const int32_t *c, float *y, size_t yr) {
+  const wk_act16k *act = (const wk_act16k *)xq;
+  __m256 acc[A16_MAXR];
+  A16_UNROLL for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
+  const char *tab = (const char *)zi4_tab;
+  const __m512i shifts = ZI4_SHIFTS;
+  // lane 2 g of a super-block's sums: group g (64-bit lane q holds zi4_grp[q])
+  const __m512i fold = _mm512_setr_epi32(0, 4, 2, 6, 8, 12, 10, 14, 0, 0, 0, 0, 0, 0, 0, 0);
+  uint16_t so[2][A16_MAXR + 3][8];
+  int32_t dd[2][A16_MAXR + 3];
+  if (nb > 0) yi4_scales(R, w, ws, act[0].d, so[0], dd[0], 6);
+  for (int64_t b = 0; b < nb; b++) {
+    const uint8_t *blk = w + (size_t)b * 136;
+    a16_ahead(R, blk, ws, b, 136, A16_K_AHEAD);
+    int32_t one[ZP_INTS] __attribute__((aligned(64)));
+    const int16_t *v = (const int16_t *)zprep_cb(xq, nb, b, c, 3, one);
+    if (b + 1 < nb)
+      yi4_scales(R, blk + 136, ws, act[b + 1].d, so[(b + 1) & 1], dd[(b + 1) & 1], 6);
+    uint16_t (*sob)[8] = so[b & 1];
+    __m512i s[A16_MAXR];
+    A16_UNROLL for (int r = 0; r < R; r++) s[r] = _mm512_setzero_si512();
+    A16_UNROLL for (int j = 0; j < 8; j++) {
+      __m512i vj = zload(v + 32 * j);
+      Z_KEEP(vj);
+      A16_UNROLL for (int r = 0; r < R; r++) {
+        const __m512i x = _mm512_broadcast_i32x4(a16_load128(blk + (size_t)r * ws + 8 + 16 * j));
+        unsigned o;  // a load (GCC would take it out of a vector by vpextrw)
+        __asm__("movzwl %1, %0" : "=r"(o) : "m"(sob[r][j]));
+        const __m512i i = _mm512_multishift_epi64_epi8(shifts, x);
+        s[r] = _mm512_dpwssd_epi32(s[r], _mm512_permutexvar_epi16(i, zload(tab + o)), vj);
+        Z_KEEP(s[r]);
+      }
+    }
+    A16_UNROLL for (int r = 0; r < R; r++) {
+      __m256i d;
+      __asm__("vpbroadcastd %1, %0" : "=v"(d) : "m"(dd[b & 1][r]));
+      const __m512i t = _mm512_add_epi32(s[r], _mm512_srli_epi64(s[r], 32));
+      const __m256i x = _mm512_castsi512_si256(_mm512_permutexvar_epi32(fold, t));
+      acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(x), _mm256_castsi256_ps(d), acc[r]);
+    }
+  }
+  A16_UNROLL for (int r = 0; r < R; r++) y[(size_t)r * yr] = a16_hsum(acc[r]);
 }
 
-// zprep's starts for a type.
-AT AI int zprep_mode(const int type) { return type == WK_IQ4_XS ? 2 : type == WK_Q3_K; }
+// The tiles' ids: a type's (its tile), or ZT_IQ4W (IQ4_XS's ziq4w).
+#define ZT_IQ4W (-2)
+
+// Tiles that take a product's zprep (Q2_K, Q3_K, IQ4_XS; zprep_mode).
+AT AI int zhas_prep(const int type) {
+  return type == WK_Q2_K || type == WK_Q3_K || type == WK_IQ4_XS || type == ZT_IQ4W;
+}
+
+// zprep's starts for a tile.
+AT AI int zprep_mode(const int type) {
+  return type == ZT_IQ4W ? 3 : type == WK_IQ4_XS ? 2 : type == WK_Q3_K;
+}
 
 // One type's one-token tile; c: the product's zprep, or NULL (made in the
 // tile). Two copies of the pair tiles' loops, each without a branch in it.
@@ -652,6 +748,9 @@ AT AI void ztile(const int type, const int R, const uint8_t *w, size_t ws, int64
   } else if (type == WK_IQ4_XS) {
     if (c) yiq4y(R, w, ws, nb, xq, c, y, yr);
     else yiq4y(R, w, ws, nb, xq, NULL, y, yr);
+  } else if (type == ZT_IQ4W) {
+    if (c) ziq4w(R, w, ws, nb, xq, c, y, yr);
+    else ziq4w(R, w, ws, nb, xq, NULL, y, yr);
   } else {
     zq6dec(R, w, ws, nb, xq, y, yr);
   }
@@ -686,15 +785,15 @@ AT static void zgemm1(const int type, zdec_fn dec, zdec_fn one, int dm, const ui
   for (int r = q * dm; r < rows; r++) one(w + (size_t)r * ws, ws, nb, xq, c, y + r, 1);
 }
 
-// T_vec_dot and T_gemm with decode tiles of DM rows.
-#define Z_TYPE(T, TYPE, DM)                                                                  \
+// T_vec_dot and T_gemm with decode tiles of DM rows (tile id TILE).
+#define Z_TILE(T, TYPE, TILE, DM)                                                            \
   AT static void T##_zdec(const uint8_t *w, size_t ws, int64_t nb, const uint8_t *xq,        \
                           const int32_t *c, float *y, size_t yr) {                           \
-    ztile(TYPE, DM, w, ws, nb, xq, c, y, yr);                                                \
+    ztile(TILE, DM, w, ws, nb, xq, c, y, yr);                                                \
   }                                                                                          \
   AT static void T##_zone(const uint8_t *w, size_t ws, int64_t nb, const uint8_t *xq,        \
                           const int32_t *c, float *y, size_t yr) {                           \
-    ztile(TYPE, 1, w, ws, nb, xq, c, y, yr);                                                 \
+    ztile(TILE, 1, w, ws, nb, xq, c, y, yr);                                                 \
   }                                                                                          \
   static float T##_vec_dot(int64_t n, const void *w, const void *xq) {                      \
     float y;                                                                                 \
@@ -707,20 +806,28 @@ AT static void zgemm1(const int type, zdec_fn dec, zdec_fn one, int dm, const ui
     if (n_tokens >= 4 && a16_avx2_gemm(TYPE, w, ws, k, rows, xq, xs, n_tokens, y, ys))      \
       return;                                                                                \
     for (int t = 0; t < n_tokens; t++)                                                       \
-      zgemm1(TYPE, T##_zdec, T##_zone, DM, w, ws, k / 256, rows,                             \
+      zgemm1(TILE, T##_zdec, T##_zone, DM, w, ws, k / 256, rows,                             \
              (const uint8_t *)xq + (size_t)t * xs, y + (size_t)t * ys);                      \
   }
+
+#define Z_TYPE(T, TYPE, DM) Z_TILE(T, TYPE, TYPE, DM)
 
 Z_TYPE(q2_k, WK_Q2_K, 4)
 Z_TYPE(q3_k, WK_Q3_K, 4)
 Z_TYPE(q6_k, WK_Q6_K, 4)
 Z_TYPE(iq4_xs, WK_IQ4_XS, 4)
+Z_TILE(iq4_xs_w, WK_IQ4_XS, ZT_IQ4W, 4)
 
 // (Q4_K and Q5_K first: act16_avx512_kd.c's tile needs VNNI alone.)
 int wk_act16_avx512_k_find(int type, wk_vec_dot_fn *dot, wk_gemm_fn *gemm) {
   if (wk_act16_avx512_kd_find(type, dot, gemm)) return 1;
   __builtin_cpu_init();
   if (!__builtin_cpu_supports("avx512vbmi") || !__builtin_cpu_supports("gfni")) return 0;
+  if (type == WK_IQ4_XS && wk_kern_cpu_kind() == WK_CPU_ZEN5) {
+    *dot = iq4_xs_w_vec_dot;
+    *gemm = iq4_xs_w_gemm;
+    return 1;
+  }
   static const wk_act16_row rows[] = {
       A16_ROW(WK_Q2_K, q2_k), A16_ROW(WK_Q3_K, q3_k), A16_ROW(WK_Q6_K, q6_k),
       A16_ROW(WK_IQ4_XS, iq4_xs),

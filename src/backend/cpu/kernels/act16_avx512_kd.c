@@ -31,10 +31,6 @@
 #include "backend/cpu/kernels/act16_avx2_k.c"
 #include "backend/cpu/kernels/act16_avx512_kw.h"
 
-#include <cpuid.h>
-#include <stdlib.h>
-#include <string.h>
-
 // Decode tiles of 4 rows, the AVX2 level's.
 A16_DEC_TYPE(q4_k, WK_Q4_K, kdec, 4)
 A16_DEC_TYPE(q5_k, WK_Q5_K, kdec, 4)
@@ -46,32 +42,16 @@ A16_DEC_TYPE(iq4_xs, WK_IQ4_XS, kdec, 4)
 // 0.98-1.02x (bench_levels iq4_xs, rows in L2; bench/RESULTS.md, sessions 22
 // and 23). act16_avx512_k.c's IQ4_XS tile is yiq4y now (int16 code x scale
 // words against int16 v): 1.38-1.45x on Zen 4, 1.48x on Zen 5 against this
-// one's 1.05-1.07x there (session 25), not yet measured on an Intel CPU.
-//
-// The CPU's kind for these choices: Intel, AMD Zen 4 and older (and any
-// other maker), or AMD Zen 5 and later (family 26 on). WICK_CPU_VENDOR=intel,
-// zen4 or zen5 in the environment (amd: zen4) overrides cpuid, so that one
-// CPU's tests cover every kind's tiles.
-enum { CPU_INTEL, CPU_ZEN4, CPU_ZEN5 };
-static int cpu_kind(void) {
-  const char *v = getenv("WICK_CPU_VENDOR");
-  if (v && !strcmp(v, "intel")) return CPU_INTEL;
-  if (v && (!strcmp(v, "zen4") || !strcmp(v, "amd"))) return CPU_ZEN4;
-  if (v && !strcmp(v, "zen5")) return CPU_ZEN5;
-  __builtin_cpu_init();
-  if (__builtin_cpu_is("intel")) return CPU_INTEL;
-  unsigned a, b, c, d;
-  if (!__builtin_cpu_is("amd") || !__get_cpuid(1, &a, &b, &c, &d)) return CPU_ZEN4;
-  const unsigned family = ((a >> 8) & 15) == 15 ? 15 + ((a >> 20) & 255) : (a >> 8) & 15;
-  return family >= 26 ? CPU_ZEN5 : CPU_ZEN4;
-}
+// one's 1.05-1.07x there (session 25), not yet measured on an Intel CPU;
+// on Zen 5 act16_avx512_k.c takes its 512-bit form, ziq4w (1.82-1.87x).
+// (wk_kern_cpu_kind: kernels_internal.h.)
 
 int wk_act16_avx512_kd_find(int type, wk_vec_dot_fn *dot, wk_gemm_fn *gemm) {
-  const int kind = cpu_kind();
-  if (kind != CPU_ZEN4 && wk_act16_avx512_kw_find(type, dot, gemm)) return 1;
+  const int kind = wk_kern_cpu_kind();
+  if (kind != WK_CPU_ZEN4 && wk_act16_avx512_kw_find(type, dot, gemm)) return 1;
   const wk_gemm_fn g = type == WK_Q4_K                            ? q4_k_gemm
                        : type == WK_Q5_K                          ? q5_k_gemm
-                       : type == WK_IQ4_XS && kind == CPU_INTEL ? iq4_xs_gemm
+                       : type == WK_IQ4_XS && kind == WK_CPU_INTEL ? iq4_xs_gemm
                                                                   : NULL;
   if (!g || !wk_act16_avx2_find(type, dot, gemm)) return 0;
   *gemm = g;  // *dot: the AVX2 level's

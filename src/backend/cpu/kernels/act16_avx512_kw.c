@@ -43,7 +43,7 @@
 // each with its S a broadcast dword from memory (1.16-1.26). 3 or 2 rows a
 // tile (the vpsrlvw form, one round) ran 0.90-1.06x the ratio of 4. On Zen 4
 // (512-bit operations in two 256-bit halves) it lost to the VNNI decode
-// tile; on Zen 5 it wins (act16_avx512_kd.c's cpu_kind; bench/RESULTS.md,
+// tile; on Zen 5 it wins (wk_kern_cpu_kind; bench/RESULTS.md,
 // sessions 24 and 25).
 #define AT                                                                  \
   __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni," \

@@ -10,8 +10,29 @@
 #include "quant/types.h"
 #include "wick.h"
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
 const int8_t wk_kern_iq4nl_values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
                                          1,    13,   25,  38,  53,  69,  89,  113};
+
+int wk_kern_cpu_kind(void) {
+  const char *v = getenv("WICK_CPU_VENDOR");
+  if (v && !strcmp(v, "intel")) return WK_CPU_INTEL;
+  if (v && (!strcmp(v, "zen4") || !strcmp(v, "amd"))) return WK_CPU_ZEN4;
+  if (v && !strcmp(v, "zen5")) return WK_CPU_ZEN5;
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_is("intel")) return WK_CPU_INTEL;
+  unsigned a, b, c, d;
+  if (!__builtin_cpu_is("amd") || !__get_cpuid(1, &a, &b, &c, &d)) return WK_CPU_ZEN4;
+  const unsigned family = ((a >> 8) & 15) == 15 ? 15 + ((a >> 20) & 255) : (a >> 8) & 15;
+  return family >= 26 ? WK_CPU_ZEN5 : WK_CPU_ZEN4;
+#else
+  return WK_CPU_ZEN4;
+#endif
+}
 
 typedef struct {
   int type;

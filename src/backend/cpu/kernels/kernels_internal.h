@@ -9,6 +9,15 @@
 // The 16 values an IQ4_NL / IQ4_XS nibble stands for.
 extern const int8_t wk_kern_iq4nl_values[16];
 
+// The CPU's kind, for the AVX-512 one-token tiles chosen by it (tuned per
+// kind: Zen 4 runs 512-bit operations in two 256-bit halves, Zen 5 and
+// Intel at full width): Intel, AMD Zen 4 and older (and any other maker), or
+// AMD Zen 5 and later (family 26 on). WICK_CPU_VENDOR=intel, zen4 or zen5 in
+// the environment (amd: zen4) overrides cpuid, so that one CPU's tests cover
+// every kind's tiles.
+enum { WK_CPU_INTEL, WK_CPU_ZEN4, WK_CPU_ZEN5 };
+int wk_kern_cpu_kind(void);
+
 // Per-level lookups: fill *dot and *gemm and return 1 when the level has
 // kernels for weight type `type`, else return 0.
 int wk_kern_scalar_find(int type, wk_vec_dot_fn *dot, wk_gemm_fn *gemm);
