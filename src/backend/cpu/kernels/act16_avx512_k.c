@@ -39,14 +39,17 @@
 // words by vpermw from a table per scale, vpdpwssd against v as int16 (the
 // product's zprep); the AVX2 decode tile's integers and f32 steps (see the
 // IQ4_XS section).
-// On AMD Zen 5 (wk_kern_cpu_kind) IQ4_XS takes ziq4w instead: the same in
+// On AMD Zen 5 and Intel (wk_kern_cpu_kind) IQ4_XS takes ziq4w instead: the same in
 // 512-bit vectors, a chunk a vector (its nibbles by one vpmultishiftqb, v
 // in the product's zprep in that order): 3 vector operations a chunk and
 // row against 6. bench_levels on Zen 5 (rows in L2, ratio to the AVX2 tile,
 // medians of 4 rounds alternating with yiq4y through WICK_CPU_VENDOR, at
 // 4096x512 / 2048x640 / 1024x2048): yiq4y 1.48 / 1.46 / 1.44 (1.41-1.49),
 // ziq4w 1.87 / 1.86 / 1.82 (1.65-1.89; 24-26 -> 31-34 GB/s); tiles of 6 or
-// 8 rows 4-8% slower than 4. On Zen 4 the scheme lost (the IQ4_XS section).
+// 8 rows 4-8% slower than 4. On the device host's Xeon (Sapphire Rapids
+// class; 3 rounds, the same shapes) ziq4w ran 1.48-1.58x the AVX2 tile
+// against the VNNI build of the AVX2 tile's 1.20x (act16_avx512_kd.c), which
+// Intel CPUs without VBMI keep. On Zen 4 the scheme lost (the IQ4_XS section).
 //
 // Bounds: pmaddubsw lanes stay below 2^15 as in the AVX2 kernels (same
 // operands); vpdpwssd wraps like pmaddwd + paddd, and the combined lane is
@@ -644,7 +647,7 @@ AT AI void yiq4y(const int R, const uint8_t *w, size_t ws, int64_t nb, const uin
   A16_UNROLL for (int r = 0; r < R; r++) y[(size_t)r * yr] = a16_hsum(acc[r]);
 }
 
-// ziq4w (AMD Zen 5 only, wk_kern_cpu_kind): yiq4y in 512-bit vectors, a
+// ziq4w (AMD Zen 5 and Intel, wk_kern_cpu_kind): yiq4y in 512-bit vectors, a
 // chunk of a row a vector. The chunk's 16 qs bytes broadcast to the four
 // 128-bit lanes (bytes 0-7 in the even 64-bit lanes, 8-15 in the odd ones)
 // and one vpmultishiftqb takes each word's nibble into its low bits: 64-bit
@@ -820,14 +823,15 @@ Z_TILE(iq4_xs_w, WK_IQ4_XS, ZT_IQ4W, 4)
 
 // (Q4_K and Q5_K first: act16_avx512_kd.c's tile needs VNNI alone.)
 int wk_act16_avx512_k_find(int type, wk_vec_dot_fn *dot, wk_gemm_fn *gemm) {
-  if (wk_act16_avx512_kd_find(type, dot, gemm)) return 1;
   __builtin_cpu_init();
-  if (!__builtin_cpu_supports("avx512vbmi") || !__builtin_cpu_supports("gfni")) return 0;
-  if (type == WK_IQ4_XS && wk_kern_cpu_kind() == WK_CPU_ZEN5) {
+  const bool vbmi = __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("gfni");
+  if (type == WK_IQ4_XS && vbmi && wk_kern_cpu_kind() != WK_CPU_ZEN4) {  // ziq4w
     *dot = iq4_xs_w_vec_dot;
     *gemm = iq4_xs_w_gemm;
     return 1;
   }
+  if (wk_act16_avx512_kd_find(type, dot, gemm)) return 1;
+  if (!vbmi) return 0;
   static const wk_act16_row rows[] = {
       A16_ROW(WK_Q2_K, q2_k), A16_ROW(WK_Q3_K, q3_k), A16_ROW(WK_Q6_K, q6_k),
       A16_ROW(WK_IQ4_XS, iq4_xs),

@@ -36,7 +36,9 @@ A16_DEC_TYPE(q4_k, WK_Q4_K, kdec, 4)
 A16_DEC_TYPE(q5_k, WK_Q5_K, kdec, 4)
 A16_DEC_TYPE(iq4_xs, WK_IQ4_XS, kdec, 4)
 
-// IQ4_XS takes this tile on Intel CPUs only: on the device host's Xeon
+// IQ4_XS takes this tile on Intel CPUs without VBMI only (the others take
+// act16_avx512_k.c's ziq4w, 1.48-1.58x on the device host's Xeon against
+// this one's 1.20x, session 25). Before: on the device host's Xeon
 // (Sapphire Rapids class) act16_avx512_k.c's yiq4dec runs 0.77x the AVX2
 // tile and this one 1.16-1.20x, on Zen 4 yiq4dec 1.17-1.22x and this one
 // 0.98-1.02x (bench_levels iq4_xs, rows in L2; bench/RESULTS.md, sessions 22
