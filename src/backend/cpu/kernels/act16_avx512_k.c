@@ -782,7 +782,7 @@ AT static void zgemm1(const int type, zdec_fn dec, zdec_fn one, int dm, const ui
   // -> 12.6 / 13.3 GB/s, Q3_K 13.4 / 13.0 -> 14.1 / 14.8, Q6_K 17.6 / 19.0 ->
   // 19.1 / 20.0 (medians of 5-6 runs alternating with the build before).
   A16_UNROLL for (int r = 0; r < 4; r++) if (r < dm && q > 0)
-      for (int o = 0; o < A16_K_AHEAD; o += 64)
+      for (size_t o = 0; o < A16_K_AHEAD; o += 64)
         _mm_prefetch((const char *)w + (size_t)r * (size_t)q * ws + o, _MM_HINT_T0);
   for (int j = 0; j < q; j++) dec(w + (size_t)j * ws, ws * (size_t)q, nb, xq, c, y + j, (size_t)q);
   for (int r = q * dm; r < rows; r++) one(w + (size_t)r * ws, ws, nb, xq, c, y + r, 1);

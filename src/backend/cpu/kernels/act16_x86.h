@@ -147,7 +147,16 @@ AT AI int a16_k_bytes(const int type) {
 // same at 2 threads (within +-5 points, the spread between two copies of
 // one build), 512 2-6 points worse with one thread at 14336x4096 (Q3_K, Q6_K,
 // IQ4_XS); 0 to 256 3-15 points worse with one thread there.
-#define A16_K_AHEAD 768
+//
+// On Zen 5 (wk_kern_cpu_kind) the distance is 2048: bench_matvec --act16,
+// one build per distance (768, 1536, 2048, 3072), the one-thread % of the
+// paired read passes at the four shapes, 768 -> 2048: Q6_K 73-79 -> 89-102,
+// Q5_K 69-75 -> 75-86, Q3_K 58-65 -> 61-79, Q2_K 56-69 -> 62-74, and the
+// two-thread % mostly 90-104 where the read passes ran under ~45 GB/s
+// (bench/RESULTS.md, session 25). kernels.c sets it when it first detects
+// the CPU (wk_kernel_best_level).
+extern size_t wk_a16_k_ahead;
+#define A16_K_AHEAD wk_a16_k_ahead
 
 // The prefetch, in R rows ws apart, of each row's stream ahead bytes on from
 // block b (at blk, bytes long); past a row's end it runs into the next row,

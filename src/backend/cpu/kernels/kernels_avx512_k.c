@@ -305,7 +305,7 @@ AT static void zk_gemm1(const zk_tiles *tl, const uint8_t *w, size_t ws,
     zk_prep(xq, nb, prep), c = prep;
   const int q = rows / tl->dm;
   A16_UNROLL for (int r = 0; r < 4;
-                  r++) if (r < tl->dm && q > 0) for (int o = 0; o < A16_K_AHEAD;
+                  r++) if (r < tl->dm && q > 0) for (size_t o = 0; o < A16_K_AHEAD;
                                                      o += 64)
       _mm_prefetch((const char *)w + (size_t)r * (size_t)q * ws + o,
                    _MM_HINT_T0);
