@@ -39,8 +39,12 @@ AT AI int offset_of(const int type) {
 }
 
 // Bytes ahead of the current block that the decode tile prefetches in each
-// of its rows (the AVX2 decode tile's distance).
-#define DEC_AHEAD 512
+// of its rows (the AVX2 decode tile's distance): 512, on Zen 5 1536 (one
+// thread from memory, % of the paired read passes at the four shapes, two
+// rounds: Q4_0 62-73 -> 70-88, Q5_0 64-77 -> 73-91; session 25). kernels.c
+// sets it (wk_kernel_best_level).
+extern size_t wk_dec_ahead;
+#define DEC_AHEAD wk_dec_ahead
 
 #if ZQ_PAIRS
 // ---- two blocks a step ------------------------------------------------------

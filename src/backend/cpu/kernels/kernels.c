@@ -81,15 +81,20 @@ static int best_level_now(void) {
 // leaf ~1-2 us), and matrix plans ask for the level several times a matrix
 // (a model's load made ~300 calls). Threads racing on the first call store
 // the same value.
-// The one-token tiles' prefetch distance in bytes (act16_x86.h's
-// A16_K_AHEAD): 768, 2048 on Zen 5.
-size_t wk_a16_k_ahead = 768;
+// The one-token tiles' prefetch distances in bytes, longer on Zen 5:
+// act16_x86.h's A16_K_AHEAD (the super-block types), act16_zq.h's DEC_AHEAD
+// (the 32-value types), x86_f.h's KF_AHEAD (FP8).
+size_t wk_a16_k_ahead = 768, wk_dec_ahead = 512, wk_kf_ahead = 768;
 
 int wk_kernel_best_level(void) {
   static int cached = -1;
   int l = __atomic_load_n(&cached, __ATOMIC_RELAXED);
   if (l < 0) {
-    if (wk_kern_cpu_kind() == WK_CPU_ZEN5) wk_a16_k_ahead = 2048;
+    if (wk_kern_cpu_kind() == WK_CPU_ZEN5) {
+      wk_a16_k_ahead = 2048;
+      wk_dec_ahead = 1536;
+      wk_kf_ahead = 2048;
+    }
     l = best_level_now();
     __atomic_store_n(&cached, l, __ATOMIC_RELAXED);
   }

@@ -17,8 +17,11 @@
 // One token of FP8: each row's block KF_AHEAD bytes ahead is prefetched (one
 // thread from memory, 4096x14336 and 14336x4096: fp8_e4m3 15.2-15.9 ->
 // 16.3-16.4 GB/s, three alternating runs; F16/BF16, already at the read
-// bandwidth, lost ~3% with it and go without).
-#define KF_AHEAD 768
+// bandwidth, lost ~3% with it and go without). The distance: 768, on Zen 5
+// 2048 (one thread from memory, FP8 E4M3 61-65 -> 63-75% of the paired read
+// passes, two rounds; session 25), set by kernels.c (wk_kernel_best_level).
+extern size_t wk_kf_ahead;
+#define KF_AHEAD wk_kf_ahead
 #define KFTILE(T, RM, RN) KFTILE_(T, RM, RN)
 #define KFTILE_(T, RM, RN)                                                                   \
   KT static void T##_tile_##RM##x##RN(const uint8_t *w, size_t ws, int64_t nb,                \
