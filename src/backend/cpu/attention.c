@@ -28,9 +28,12 @@
 // online softmax on that vector, and P * V with the G outputs' accumulators
 // in zmm registers across the block's rows, chunk by chunk of head_dim (each
 // V chunk converted once for the G queries, the rescale folded into the
-// accumulators' load). Elsewhere the three-query pass prefetches (the
-// queries after it read the block from L1). Figures: bench/RESULTS.md,
-// session 25 (at head size 128, 1 thread: ~950 -> ~390 us a layer).
+// accumulators' load). Prompt tokens take the same kernel where those
+// conditions hold, a run of up to 8 / G consecutive tokens that see the same
+// rows of the block a call (all but the diagonal block's and a window edge's
+// tokens). Elsewhere the three-query pass prefetches (the queries after it
+// read the block from L1). Figures: bench/RESULTS.md, session 25 (decode at
+// head size 128, 1 thread: ~950 -> ~390 us a layer; Gemma 3's pp512 +2-7%).
 //
 // Threads claim items from a shared counter, the last
 // tiles of each sequence (the longest) first. A decode batch with fewer items
@@ -403,8 +406,7 @@ INL void attend_item(const cpu_attn *a, int si, int t0, int nt, int h0, int nh, 
   const int nqh = G * nt, nq = nqh * nh, ss = score_stride(bs);
   const bool vec = hd % 8 == 0;
   // A decode token over an f16 cache in blocks of 16 rows: attn_dec.h's kernel.
-  const bool dec = a->avx512 && h16 && nt == 1 && bs == ATT_DEC_ROWS && hd % 16 == 0 &&
-                   G <= ATT_DEC_MAX_G;
+  const bool dec = a->avx512 && h16 && bs == ATT_DEC_ROWS && hd % 16 == 0 && G <= ATT_DEC_MAX_G;
   const bool pre = h16 && vec && nt == 1;  // decode, f16 rows in place: prefetch
   const size_t nkv = (size_t)a->n_kv_heads;
   float *acc = scratch, *m = acc + (size_t)nq * hd, *l = m + nq, *S = l + nq;
@@ -440,7 +442,7 @@ INL void attend_item(const cpu_attn *a, int si, int t0, int nt, int h0, int nh, 
         pk = (const char *)((const uint16_t *)a->k_cache + nb);
         pv = (const char *)((const uint16_t *)a->v_cache + nb);
       }
-      if (!dec && a->kv_f16 && hd >= 256 && b < bl) {
+      if (!pre && a->kv_f16 && hd >= 256 && b < bl) {
         // (Prompts; decode tokens prefetch the next (block, head), above.)
         // Rows of 512 bytes and more (Gemma 3's head size 256): the next
         // block's K and V rows of head h asked of the L2 (prefetcht2), ahead
@@ -473,18 +475,34 @@ INL void attend_item(const cpu_attn *a, int si, int t0, int nt, int h0, int nh, 
         rows_f16_f32(vbuf, (const uint16_t *)a->v_cache + base, nj, hd, (size_t)hd);
         kb = kbuf, vb = vbuf, rs = (size_t)hd;
       }
-      if (dec) {  // one token: the G queries of head h through attn_dec.h
-        const int p = p0, qlo = a->window > 0 ? p - a->window + 1 : 0, rb = j0 - b * bs;
-        const int vlo = qlo - j0 > 0 ? qlo - j0 : 0, vhi = p - j0 < nj - 1 ? p - j0 : nj - 1;
-        if (vlo > vhi) continue;  // nothing visible to the token
-        const size_t i = (size_t)u * G;
-        const att_dec d = {
-            .q = a->q + ((size_t)t0 * (size_t)a->n_heads + (size_t)h * G) * hd,
-            .kb = (const uint16_t *)kb - (size_t)rb * hd, .vb = (const uint16_t *)vb - (size_t)rb * hd,
-            .g = G, .hd = hd, .scale = a->scale, .softcap = a->softcap,
-            .vlo = rb + vlo, .vhi = rb + vhi, .m = m + i, .l = l + i, .acc = acc + i * hd,
-            .pk = pk, .pv = pv};
-        att_dec_avx512(&d);
+      if (dec) {  // the G queries of head h through attn_dec.h, token runs at once
+        // Token t sees rows [vlo, vhi] of the block (relative to j0); a run
+        // of up to 8 / G consecutive tokens that see the same rows (every
+        // prompt token but near the diagonal or a window's edge) goes as
+        // one call of run x G queries.
+        const int rb = j0 - b * bs, run_max = ATT_DEC_MAX_G / G;
+        for (int t = 0; t < nt;) {
+          const int p = p0 + t, qlo = a->window > 0 ? p - a->window + 1 : 0;
+          const int vlo = qlo - j0 > 0 ? qlo - j0 : 0, vhi = p - j0 < nj - 1 ? p - j0 : nj - 1;
+          int run = 1;
+          for (; run < run_max && t + run < nt; run++) {
+            const int pr = p + run, qr = a->window > 0 ? pr - a->window + 1 : 0;
+            if ((qr - j0 > 0 ? qr - j0 : 0) != vlo || (pr - j0 < nj - 1 ? pr - j0 : nj - 1) != vhi)
+              break;
+          }
+          if (vlo <= vhi) {  // (else nothing visible to these tokens)
+            const size_t i = (size_t)u * nqh + (size_t)t * G;
+            const att_dec d = {
+                .q = a->q + ((size_t)(t0 + t) * (size_t)a->n_heads + (size_t)h * G) * hd,
+                .qs = (size_t)a->n_heads * hd,
+                .kb = (const uint16_t *)kb - (size_t)rb * hd,
+                .vb = (const uint16_t *)vb - (size_t)rb * hd, .g = run * G, .gt = G, .hd = hd,
+                .scale = a->scale, .softcap = a->softcap, .vlo = rb + vlo, .vhi = rb + vhi,
+                .m = m + i, .l = l + i, .acc = acc + i * hd, .pk = pk, .pv = pv};
+            att_dec_avx512(&d);
+          }
+          t += run;
+        }
         continue;
       }
       for (int i = u * nqh, t = 0; t < nt; t++) {

@@ -91,7 +91,7 @@ DEC_INL int dec_tree(vf *part, int n, int lv, int top) {
 }
 
 // sc[g * DEC_NV + v]: query g's scores of rows v W .. v W + W - 1, unscaled.
-DEC_INL void dec_scores(const float *q, const uint16_t *kb, int hd, const int G, vf *sc,
+DEC_INL void dec_scores(const float *const *q, const uint16_t *kb, int hd, const int G, vf *sc,
                     const char *pk) {
   const int R = DEC_R(G), top = W == 16 ? 4 : 3;
   vf part[ATT_DEC_MAX_G][16];  // per query: each step's R rows reduced to one vector
@@ -107,7 +107,7 @@ DEC_INL void dec_scores(const float *q, const uint16_t *kb, int hd, const int G,
       vf x[8];
       _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) x[r] = dec_ld16(k + (size_t)r * hd + d);
       _Pragma("GCC unroll 8") for (int g = 0; g < G; g++) {
-        const vf qg = *(const vfu *)(q + (size_t)g * hd + d);
+        const vf qg = *(const vfu *)(q[g] + d);
         _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) a[r][g] += qg * x[r];
       }
     }
@@ -158,7 +158,10 @@ DEC_INL void dec_pv(float *acc, int hd, int d0, const uint16_t *vb, const float 
 DEC_INL void dec_block(const att_dec *d, const int G, const bool full) {
   const int hd = d->hd, vlo = full ? 0 : d->vlo, vhi = full ? 15 : d->vhi;
   vf sc[ATT_DEC_MAX_G * DEC_NV];
-  dec_scores(d->q, d->kb, hd, G, sc, d->pk);
+  const float *q[ATT_DEC_MAX_G];  // query g: token g / gt, query g % gt of it
+  _Pragma("GCC unroll 8") for (int g = 0; g < G; g++)
+    q[g] = d->q + (size_t)(g / d->gt) * d->qs + (size_t)(g % d->gt) * hd;
+  dec_scores(q, d->kb, hd, G, sc, d->pk);
   float P[ATT_DEC_MAX_G][16] __attribute__((aligned(64))), corr[ATT_DEC_MAX_G];
   _Pragma("GCC unroll 8") for (int g = 0; g < G; g++) {
     vf s[DEC_NV];
@@ -218,6 +221,6 @@ DEC_G(8)
 void att_dec_avx512(const att_dec *d) {
   static void (*const fn[ATT_DEC_MAX_G])(const att_dec *) = {dec_g1, dec_g2, dec_g3, dec_g4,
                                                              dec_g5, dec_g6, dec_g7, dec_g8};
-  WK_ASSERT(d->g >= 1 && d->g <= ATT_DEC_MAX_G);
+  WK_ASSERT(d->g >= 1 && d->g <= ATT_DEC_MAX_G && d->gt >= 1 && d->g % d->gt == 0);
   fn[d->g - 1](d);
 }
