@@ -3,7 +3,7 @@
 // machine's read bandwidth measured over the same bytes in the same run.
 //
 //   bench_matvec [--types q4_0,q4_k,...] [--tokens 64] [--level avx2]
-//                [--min-time 0.3] [--no-gemm] [--l2-only] [--act16] [--paired N]
+//                [--min-time 0.3] [--no-gemm] [--l2-only] [--act16] [--packed] [--paired N]
 //                [--self-check] [--shape KxN]
 //
 // Shapes are k (input length) x n (output rows): the four below, or --shape's
@@ -42,6 +42,7 @@
 #include <string.h>
 
 #include "backend/cpu/kernels/act16.h"
+#include "backend/cpu/kernels/pack16.h"
 #include "backend/cpu/matmul.h"
 #include "backend/cpu/kernels/kernels.h"
 #include "base/alloc.h"
@@ -175,8 +176,9 @@ typedef struct {
   size_t xb;         // bytes per token
   int tokens;
   float *y;          // tokens x n
-  long chunk;        // rows per chunk (a multiple of 12, the tile heights' multiple)
+  long chunk;        // rows per chunk (a multiple of align)
   long home;         // rows of each of the first nth chunks (0: none)
+  long align;        // 12 (the tile heights' multiple), 48 for packed rows (16-row groups)
   atomic_long next;  // next unclaimed chunk
 } mm_job;
 
@@ -197,6 +199,14 @@ static void mm_run(void *ctx, int ith, int nth) {
   }
 }
 
+// Chunks of about 4 a thread, whole multiples of j->align; the first nth
+// chunks a run of rows a thread at decode sizes (cpu_mm_home's rule).
+static void set_chunks(mm_job *j, int nth) {
+  const long a = j->align;
+  j->chunk = ((j->n + 4L * nth - 1) / (4L * nth) + a - 1) / a * a;
+  j->home = nth > 1 && j->tokens <= 8 ? j->n / nth / a * a : 0;
+}
+
 // Seconds of one call: the median of the calls made in min_time (at least
 // 3, at most TIME_CALLS), so that bursts of other load on a shared machine
 // move it less than they move the mean.
@@ -208,9 +218,7 @@ static double time_gemm(wk_pool *pool, mm_job *j, const uint8_t *copies, int n_c
   double t0 = wk_now();
   do {
     j->w = copies + (size_t)(calls % n_copies) * mat_bytes;
-    int nth = wk_pool_size(pool);
-    j->chunk = ((j->n + 4L * nth - 1) / (4L * nth) + 11) / 12 * 12;  // ~4 chunks a thread
-    j->home = cpu_mm_home(j->n, nth, j->tokens);
+    set_chunks(j, wk_pool_size(pool));
     atomic_store(&j->next, 0);
     const double c0 = wk_now();
     wk_pool_run(pool, mm_run, j);
@@ -237,8 +245,9 @@ static double cpu_now(void) {
 static double cache_rate(mm_job *j, const uint8_t *w, double min_time) {
   mm_job c = *j;
   c.w = w;
-  c.n = (long)((256u << 10) / c.rb) / 24 * 24;
-  if (c.n < 24) c.n = 24 * c.rb <= (512u << 10) ? 24 : 12;
+  const long m = j->align > 12 ? j->align : 24;  // packed rows: whole chunks of groups
+  c.n = (long)((256u << 10) / c.rb) / m * m;
+  if (c.n < m) c.n = m * c.rb <= (512u << 10) || m > 24 ? m : 12;
   if (c.n > j->n) c.n = j->n;
   c.chunk = c.n;
   int calls = 0;
@@ -260,6 +269,7 @@ typedef struct {
   int act16;  // the 16-bit-activation kernels (act16.h: what decode runs) for quantized types
   int paired;  // rounds of (read passes, products) per thread count, at least
   int self_check;  // the read kernel as the product (the % columns must read ~100%)
+  int packed;      // 16-row groups (pack16.h) for the types that have them (with --act16)
   double min_time;
 } options;
 
@@ -267,9 +277,7 @@ typedef struct {
 // time_gemm) over copies c .. c + k - 1 into t[0 .. k - 1].
 static void time_calls(wk_pool *pool, mm_job *j, const uint8_t *copies, int n_copies,
                        size_t mat, int c, int k, double *t) {
-  const int nth = wk_pool_size(pool);
-  j->chunk = ((j->n + 4L * nth - 1) / (4L * nth) + 11) / 12 * 12;
-  j->home = cpu_mm_home(j->n, nth, j->tokens);
+  set_chunks(j, wk_pool_size(pool));
   for (int i = 0; i < k; i++) {
     j->w = copies + (size_t)((c + i) % n_copies) * mat;
     atomic_store(&j->next, 0);
@@ -356,16 +364,26 @@ static void bench_type(int type, const int64_t shape[2], const options *o, wk_po
   for (int64_t r = 0; r < n; r++)
     if (r < 64) wk_quantize_row(type, x + (r % o->tokens) * k, w + (size_t)r * rb, k);
     else memcpy(w + (size_t)r * rb, w + (size_t)(r % 64) * rb, rb);
+  const wk_gemm_fn pg = o->packed && kr.act == WK_ACT_A16 ? wk_pack16_gemm(type) : NULL;
+  if (pg) {  // copy 0's whole groups packed (the rest stays as it is)
+    uint8_t *tmp = wk_malloc(16 * rb);
+    for (int64_t r = 0; tmp && r + 16 <= n; r += 16) {
+      memcpy(tmp, w + (size_t)r * rb, 16 * rb);
+      wk_pack16_group(type, k, tmp, rb, w + (size_t)r * rb);
+    }
+    wk_free(tmp);
+    kr.gemm = pg;
+  }
   for (int c = 1; c < copies; c++) memcpy(w + (size_t)c * mat, w, mat);
   for (int t = 0; t < o->tokens; t++) kr.quantize_act(x + (size_t)t * k, xq + t * xb, k);
 
   char shape_s[48];
   snprintf(shape_s, sizeof shape_s, "%lldx%lld%s", (long long)k, (long long)n,
            swapped ? "*" : "");
-  printf("| %-8s | %-6s | %-12s |", wk_type_get(type)->name, wk_kernel_level_name(kr.level),
-         shape_s);
+  printf("| %-8s | %-6s | %-12s |", wk_type_get(type)->name,
+         pg ? "p16" : wk_kernel_level_name(kr.level), shape_s);
   mm_job j = {.kr = &kr, .w = w, .rb = rb, .k = k, .n = n, .xq = xq, .xb = xb, .tokens = 1,
-              .y = y};
+              .y = y, .align = pg ? 48 : 12};
   wk_kernel rk = kr;  // the read passes' kernel
   rk.gemm = read_rows;
   if (o->self_check) j.kr = &rk;
@@ -412,6 +430,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--act16")) o.act16 = 1;
     else if (!strcmp(argv[i], "--paired") && i + 1 < argc) o.paired = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--self-check")) o.self_check = 1;
+    else if (!strcmp(argv[i], "--packed")) o.packed = o.act16 = 1;
     else if (!strcmp(argv[i], "--level") && i + 1 < argc) {
       const char *l = argv[++i];
       o.level = !strcmp(l, "scalar") ? WK_LEVEL_SCALAR
@@ -421,7 +440,8 @@ int main(int argc, char **argv) {
                                        : WK_LEVEL_AUTO;
     } else {
       fprintf(stderr, "usage: %s [--types a,b] [--tokens N] [--level L] [--min-time S] "
-              "[--no-gemm] [--l2-only] [--act16] [--paired N] [--self-check] [--shape KxN]\n",
+              "[--no-gemm] [--l2-only] [--act16] [--packed] [--paired N] [--self-check] "
+              "[--shape KxN]\n",
               argv[0]);
       return 2;
     }

@@ -14,7 +14,23 @@
 
 // ---- prepare ----
 
+// The 7 matrix plans of a layer.
+static void layer_mms(layer_mm *lm, cpu_mm **out) {
+  cpu_mm *ms[7] = {&lm->wq, &lm->wk, &lm->wv, &lm->wo, &lm->gate, &lm->up, &lm->down};
+  memcpy(out, ms, sizeof ms);
+}
+
+static void free_packed(cpu_ctx *c) {
+  cpu_mm *ms[7];
+  for (int il = 0; c->lm && il < c->m->n_layers; il++) {
+    layer_mms(&c->lm[il], ms);
+    for (int i = 0; i < 7; i++) cpu_mm_free(ms[i]);
+  }
+  cpu_mm_free(&c->out_mm);
+}
+
 static void ctx_release(cpu_ctx *c) {
+  free_packed(c);
   void *bufs[] = {c->lv, c->lm, c->vecs, c->freqs, c->k_alloc, c->v_alloc, c->x, c->xb, c->q, c->att,
                   c->k, c->v, c->gate, c->up, c->xl, c->tok_seq, c->tok_pos, c->mm_scratch,
                   c->att_scratch, c->att_part};
@@ -125,6 +141,13 @@ static int plan_matrices(cpu_ctx *c, wk_error *err) {
   }
   cpu_mm_plan(&c->out_mm, &m->output, exact);
   cpu_act_reserve(&c->act, &c->out_mm, c->p.max_logits);
+  int rc = cpu_mm_pack(&c->out_mm, c->pool, &c->ws_bytes);
+  for (int il = 0; il < m->n_layers && rc == WICK_OK; il++) {
+    cpu_mm *ms[7];
+    layer_mms(&c->lm[il], ms);
+    for (int i = 0; i < 7 && rc == WICK_OK; i++) rc = cpu_mm_pack(ms[i], c->pool, &c->ws_bytes);
+  }
+  if (rc) return wk_fail(err, rc, "cpu: out of memory for packed weight rows");
   if (cpu_act_alloc(&c->act, &c->ws_bytes))
     return wk_fail(err, WICK_ERR_NOMEM, "cpu: out of memory for converted activations "
                    "(%d tokens a batch)", T);

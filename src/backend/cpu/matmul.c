@@ -15,6 +15,7 @@
 #include "backend/cpu/kernels/act16.h"
 #include "backend/cpu/kernels/fma_rows.h"
 #include "backend/cpu/kernels/gemm16.h"
+#include "backend/cpu/kernels/pack16.h"
 #include "base/alloc.h"
 #include "quant/types.h"
 
@@ -92,9 +93,14 @@ static void dot4x2(const float *w, int64_t ldw, const float *xa, const float *xb
 // 2048, 4096 the padded rows ran 3-12% faster, Skylake-SP).
 static size_t buf_stride(int64_t k) { return (size_t)k + ((size_t)k % 1024 ? 0 : 16); }
 
+// Where the integer GEMM's thread scratch ends (bytes): packed matrices
+// unpack G16_ROWS rows there (at most 34 bytes a 32-value block).
+static size_t unpack_at(int64_t k) { return (wk_gemm16_scratch(k) + 63) / 64 * 64; }
+static size_t unpack_bytes(int64_t k) { return (size_t)G16_ROWS * ((size_t)k / 32 * 34); }
+
 size_t cpu_matmul_scratch(int64_t k) {
   const size_t f32 = (size_t)CPU_MATMUL_TILE * buf_stride(k);
-  const size_t g16 = (wk_gemm16_scratch(k) + sizeof(float) - 1) / sizeof(float);
+  const size_t g16 = (unpack_at(k) + unpack_bytes(k) + sizeof(float) - 1) / sizeof(float);
   return f32 > g16 ? f32 : g16;
 }
 
@@ -212,6 +218,7 @@ static bool plan_act8(int type) {
 void cpu_mm_plan(cpu_mm *mm, const wk_tensor *w, bool exact) {
   memset(mm, 0, sizeof *mm);
   mm->w = w;
+  mm->data = w->data;
   mm->g16_min = INT32_MAX;
   mm->row_bytes = wk_row_size(w->type, w->ne[0]);
   mm->avx2 = wk_kernel_best_level() >= WK_LEVEL_AVX2;
@@ -239,6 +246,54 @@ void cpu_mm_plan(cpu_mm *mm, const wk_tensor *w, bool exact) {
   if (mm->fast && g16 && wk_gemm16_pick(w->type, &mm->g16) == WICK_OK &&
       w->ne[0] % mm->g16.k_multiple == 0)
     mm->g16_min = mm->kr.act == WK_ACT_A16 ? CPU_G16_MIN_TOKENS_Q : CPU_G16_MIN_TOKENS_K;
+}
+
+typedef struct pack_job {
+  const cpu_mm *mm;
+  uint8_t *dst;  // 64-byte aligned
+  long groups;
+} pack_job;
+
+static void pack_run(void *ctx, int ith, int nth) {
+  const pack_job *j = ctx;
+  const cpu_mm *mm = j->mm;
+  long lo, hi;
+  wk_split(j->groups, ith, nth, 1, &lo, &hi);
+  const size_t gb = WK_PACK16_ROWS * mm->row_bytes;
+  for (long g = lo; g < hi; g++)
+    wk_pack16_group(mm->w->type, mm->w->ne[0], (const uint8_t *)mm->w->data + (size_t)g * gb,
+                    mm->row_bytes, j->dst + (size_t)g * gb);
+}
+
+int cpu_mm_pack(cpu_mm *mm, wk_pool *pool, uint64_t *acct) {
+  const char *e = getenv("WICK_PACK16");
+  const long rows = mm->w->ne[1], groups = rows / WK_PACK16_ROWS;
+  // only where every batch takes the packed kernel or the integer GEMM
+  if ((e && e[0] == '0' && !e[1]) || !mm->fast || mm->kr.act != WK_ACT_A16 ||
+      mm->g16_min > mm->f32_min || groups == 0)
+    return WICK_OK;
+  const wk_gemm_fn pg = wk_pack16_gemm(mm->w->type);
+  if (!pg) return WICK_OK;
+  const size_t bytes = mm->row_bytes * (size_t)rows, gb = WK_PACK16_ROWS * mm->row_bytes;
+  if (!(mm->packed = wk_malloc(bytes + 64))) return WICK_ERR_NOMEM;
+  *acct += bytes;
+  uint8_t *dst = (uint8_t *)(((uintptr_t)mm->packed + 63) & ~(uintptr_t)63);
+  pack_job j = {mm, dst, groups};
+  wk_pool_run(pool, pack_run, &j);
+  // rows past the last whole group stay as they are
+  memcpy(dst + (size_t)groups * gb, (const uint8_t *)mm->w->data + (size_t)groups * gb,
+         bytes - (size_t)groups * gb);
+  mm->data = dst;
+  mm->packed_rows = groups * WK_PACK16_ROWS;
+  mm->pg = pg;
+  return WICK_OK;
+}
+
+void cpu_mm_free(cpu_mm *mm) {
+  wk_free(mm->packed);
+  mm->packed = NULL;
+  mm->data = mm->w ? mm->w->data : NULL;
+  mm->packed_rows = 0;
 }
 
 // How a batch of n_tokens is multiplied with mm.
@@ -350,6 +405,26 @@ typedef struct mm_multi {
   atomic_long next;    // next unclaimed chunk
 } mm_multi;
 
+// Rows [r0, r1) of a packed matrix through the integer GEMM: G16_ROWS at a
+// time unpacked to the file's layout at the end of the thread's scratch.
+static void g16_packed(const cpu_mm *mm, const cpu_act *a, long r0, long r1, float *y,
+                       float *buf) {
+  const long rows = mm->w->ne[1];
+  uint8_t *rowbuf = (uint8_t *)buf + unpack_at(a->k);
+  for (long s = r0; s < r1; s += G16_ROWS) {
+    const long e = s + G16_ROWS < r1 ? s + G16_ROWS : r1;
+    const unsigned char *src = mm->data + (size_t)s * mm->row_bytes;
+    if (s < mm->packed_rows) {  // s is a multiple of 16: whole groups
+      for (long r = s; r < e; r++)
+        wk_pack16_row(mm->w->type, a->k, mm->data + (size_t)(r / 16 * 16) * mm->row_bytes,
+                      (int)(r % 16), rowbuf + (size_t)(r - s) * mm->row_bytes);
+      src = rowbuf;
+    }
+    wk_gemm16_run(&mm->g16, src, mm->row_bytes, a->k, (int)(e - s), a->buf[WK_ACT_A16],
+                  cpu_act_row_size(WK_ACT_A16, a->k), a->n_tokens, y + s, (size_t)rows, buf);
+  }
+}
+
 static void multi_chunk(const mm_multi *j, long c, float *buf) {
   int i = 0;
   while (i + 1 < j->n && c >= j->first[i + 1]) i++;
@@ -362,14 +437,18 @@ static void multi_chunk(const mm_multi *j, long c, float *buf) {
   const cpu_act *a = j->a;
   const int path = mm_path(mm, a->n_tokens);
   if (path == PATH_EXACT || path == PATH_F32) {
+    WK_ASSERT(!mm->packed);
     exact_rows(mm->w, mm->avx2, a->x, a->n_tokens, j->y[i], buf, r0, r1);
     return;
   }
   if (path == PATH_G16) {
-    wk_gemm16_run(&mm->g16, (const unsigned char *)mm->w->data + (size_t)r0 * mm->row_bytes,
-                  mm->row_bytes, a->k, (int)(r1 - r0), a->buf[WK_ACT_A16],
-                  cpu_act_row_size(WK_ACT_A16, a->k), a->n_tokens, j->y[i] + r0, (size_t)rows,
-                  buf);
+    if (mm->packed) {
+      g16_packed(mm, a, r0, r1, j->y[i], buf);
+      return;
+    }
+    wk_gemm16_run(&mm->g16, mm->data + (size_t)r0 * mm->row_bytes, mm->row_bytes, a->k,
+                  (int)(r1 - r0), a->buf[WK_ACT_A16], cpu_act_row_size(WK_ACT_A16, a->k),
+                  a->n_tokens, j->y[i] + r0, (size_t)rows, buf);
     return;
   }
   const void *xq = a->x;
@@ -378,8 +457,15 @@ static void multi_chunk(const mm_multi *j, long c, float *buf) {
     xq = a->buf[mm->kr.act];
     xq_row = cpu_act_row_size(mm->kr.act, a->k);
   }
-  mm->kr.gemm((const unsigned char *)mm->w->data + (size_t)r0 * mm->row_bytes, mm->row_bytes,
-              a->k, (int)(r1 - r0), xq, xq_row, a->n_tokens, j->y[i] + r0, (size_t)rows);
+  long rk = r0;  // rows from here on: the file's layout
+  if (r0 < mm->packed_rows) {
+    rk = r1 < mm->packed_rows ? r1 : mm->packed_rows;
+    mm->pg(mm->data + (size_t)r0 * mm->row_bytes, mm->row_bytes, a->k, (int)(rk - r0), xq,
+           xq_row, a->n_tokens, j->y[i] + r0, (size_t)rows);
+  }
+  if (rk < r1)
+    mm->kr.gemm(mm->data + (size_t)rk * mm->row_bytes, mm->row_bytes, a->k, (int)(r1 - rk), xq,
+                xq_row, a->n_tokens, j->y[i] + rk, (size_t)rows);
 }
 
 static void multi_run(void *ctx, int ith, int nth) {
@@ -425,7 +511,9 @@ void cpu_mm_run(wk_pool *pool, float *scratch, size_t scratch_per_thread, cpu_ac
     // from 122-126 to 129-131 (session 8); prefill measured the same.
     // The integer GEMM decodes strips of G16_ROWS rows: its chunks are
     // multiples of that.
-    const long al = mm_path(mm[i], a->n_tokens) == PATH_G16 ? G16_ROWS : MM_ALIGN;
+    const long al = mm_path(mm[i], a->n_tokens) == PATH_G16 ? G16_ROWS
+                    : mm[i]->packed                          ? WK_PACK16_ROWS
+                                                             : MM_ALIGN;
     long c = (rows + 4L * nth - 1) / (4L * nth);
     c = (c + al - 1) / al * al;
     j.home[i] = home_rows(rows, nth, a->n_tokens, al);

@@ -1,0 +1,65 @@
+// Weight rows repacked in groups of 16 for the AVX-512 VNNI decode kernels
+// of the 32-value block formats (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL).
+//
+// Why: the file's layout keeps each row's blocks together, so a decode tile
+// that multiplies 8 rows at once spends most of its time moving bytes
+// between lanes: gathering code bytes of several rows into one vector,
+// gathering their f16 scales, and reducing each (row, block) sum from 4
+// int32 lanes to one (the tile's own measures: without the scales ~25%
+// faster, without the reduction ~30%). Packed, one 512-bit vector holds the
+// same 4 code bytes of 16 rows, one int32 lane a row, so vpdpbusd with the
+// activations' 4 bytes broadcast from memory sums each row's block straight
+// into its own lane, and the 16 rows' scales are one 32-byte load.
+//
+// Layout. A group is 16 consecutive rows and takes exactly their bytes
+// (16 x row bytes, from the first row's offset), so row ranges that start at
+// a multiple of 16 address the same bytes as before. Within a group, blocks
+// go in pairs (2p, 2p + 1; the last alone when a row has an odd count), a
+// pair of n blocks as, for i < n and rows r < 16:
+//   d      n x 16 f16            block i's d of row r at 32 i + 2 r
+//   m      n x 16 f16            (Q4_1, Q5_1) the same for m
+//   qh     n x 16 u32            (Q5_0, Q5_1) row r's fifth bits, rearranged:
+//                                byte j bit g = the bit of value 4 g + j
+//   qs     n x C x 64 bytes      chunk c of block i: row r's code bytes
+//                                4 c .. 4 c + 3 at 4 r (C = 4; Q8_0: 8)
+// A pair's fields are whole multiples of 64 bytes (every block size is
+// even), so where a group starts on a cache line every pair's loads are
+// line-aligned (not a lone last block's). For the 4-bit
+// formats chunk c's low nibbles are values 4 c .. 4 c + 3 and its high ones
+// 16 + 4 c ..; Q8_0's chunk c is values 4 c .. 4 c + 3. Rows past the last
+// whole group stay in the file's layout.
+#ifndef WICK_BACKEND_CPU_KERNELS_PACK16_H
+#define WICK_BACKEND_CPU_KERNELS_PACK16_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backend/cpu/kernels/kernels.h"
+
+#define WK_PACK16_ROWS 16
+// Most tokens the packed kernels take a call (the decode path's batches
+// below the integer GEMM's minimum).
+#define WK_PACK16_MAX_TOKENS 4
+
+// 1 when `type` has a packed layout.
+int wk_pack16_type(int type);
+
+// Rows src, src + row_bytes, .. (16 of them, k values each) into one packed
+// group at dst (16 x row_bytes bytes; not overlapping src).
+void wk_pack16_group(int type, int64_t k, const uint8_t *src, size_t row_bytes, uint8_t *dst);
+
+// Row r (0..15) of the packed group at group, in the file's layout, to dst
+// (row_bytes bytes).
+void wk_pack16_row(int type, int64_t k, const uint8_t *group, int r, uint8_t *dst);
+
+// The packed kernel of `type` (wk_gemm_fn's contract, with w a packed group
+// start, rows a multiple of 16, n_tokens 1..WK_PACK16_MAX_TOKENS, the
+// activations in WK_ACT_A16), bit-identical to the 16-bit-activation
+// kernels' vec_dot on the same rows; NULL when the type has none or the CPU
+// lacks AVX-512 F, BW, VL and VNNI.
+wk_gemm_fn wk_pack16_gemm(int type);
+
+// ---- shared by pack16*.c only ----
+wk_gemm_fn wk_pack16_avx512_find(int type);
+
+#endif

@@ -1,0 +1,143 @@
+// Packed 16-row groups (src/backend/cpu/kernels/pack16.h):
+//  - packing then unpacking every row gives back the file's bytes, for every
+//    type with a packed layout and row lengths with an odd block count;
+//  - the packed layout is a permutation: every byte of the rows lands once
+//    (Q5: every set bit);
+//  - the packed kernel (where the CPU has AVX-512 VNNI) bit-identical to the
+//    16-bit-activation vec_dot on the original rows, for 1..9 tokens (token
+//    chunks of WK_PACK16_MAX_TOKENS), 16 / 32 / 48 rows, y's padding untouched;
+//  - extreme blocks (largest codes times scale 1 against activations at full
+//    range), where the block sums come closest to int32's range.
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/cpu/kernels/act16.h"
+#include "backend/cpu/kernels/pack16.h"
+#include "base/fp.h"
+#include "quant/quant.h"
+#include "quant/types.h"
+#include "wick.h"
+#include "test_util.h"
+
+static const int k_types[] = {WK_Q4_0, WK_Q4_1, WK_Q5_0, WK_Q5_1, WK_Q8_0, WK_IQ4_NL};
+static const int64_t k_sizes[] = {32, 96, 576, 640, 4096};
+
+enum { MAXT = 9, MAXROWS = 48 };
+
+// Packs groups of rows w (rb bytes a row) into p and checks the round trip
+// and that the bytes are a permutation.
+static void check_layout(int type, int64_t n, int rows, const uint8_t *w, uint8_t *p,
+                         size_t rb) {
+  for (int g = 0; g + 16 <= rows; g += 16) wk_pack16_group(type, n, w + g * rb, rb, p + g * rb);
+  uint8_t *row = malloc(rb);
+  int same = 1;
+  for (int r = 0; r < rows; r++) {
+    memset(row, 0xa5, rb);
+    wk_pack16_row(type, n, p + (r / 16 * 16) * rb, r % 16, row);
+    same &= memcmp(row, w + r * rb, rb) == 0;
+  }
+  CHECK(same);
+  // a permutation within each group: byte histograms equal (Q5: their
+  // fifth bits move within bytes, so the count of set bits)
+  const int q5 = type == WK_Q5_0 || type == WK_Q5_1;
+  for (int g = 0; g + 16 <= rows; g += 16) {
+    size_t ha[256] = {0}, hb[256] = {0}, bits_a = 0, bits_b = 0;
+    for (size_t i = 0; i < 16 * rb; i++) {
+      ha[w[g * rb + i]]++, hb[p[g * rb + i]]++;
+      bits_a += (size_t)__builtin_popcount(w[g * rb + i]);
+      bits_b += (size_t)__builtin_popcount(p[g * rb + i]);
+    }
+    CHECK(q5 ? bits_a == bits_b : memcmp(ha, hb, sizeof ha) == 0);
+  }
+  free(row);
+}
+
+// The packed kernel against vec_dot on the original rows, bit for bit.
+static void check_kernel(const wk_kernel *kr, wk_gemm_fn pg, int64_t n, int rows,
+                         const uint8_t *w, const uint8_t *p, size_t rb, const uint8_t *xq,
+                         size_t xb) {
+  const size_t ys = rows + 3;
+  float *y = malloc(sizeof(float) * ys * MAXT);
+  for (int nt = 1; nt <= MAXT; nt++) {
+    for (size_t i = 0; i < ys * MAXT; i++) y[i] = NAN;
+    pg(p, rb, n, rows, xq, xb, nt, y, ys);
+    int same = 1, pad = 1;
+    for (int t = 0; t < MAXT; t++)
+      for (size_t r = 0; r < ys; r++) {
+        if (t >= nt || r >= (size_t)rows) {
+          pad &= isnan(y[t * ys + r]);
+          continue;
+        }
+        const float v = kr->vec_dot(n, w + r * rb, xq + t * xb);
+        same &= memcmp(&v, &y[t * ys + r], 4) == 0;
+      }
+    if (!same) fprintf(stderr, "type %d n %ld rows %d tokens %d\n", kr->type, (long)n, rows, nt);
+    CHECK(same);
+    CHECK(pad);
+  }
+  free(y);
+}
+
+// Every block: the largest codes (Q8_0: -128, IQ4_NL: nibble 0, -127) with
+// d = m = 1, so every product has the same sign as the activations below.
+static void extreme_rows(int type, int64_t n, int rows, uint8_t *w, size_t rb) {
+  const uint16_t one = wk_f32_to_f16(1.0f);
+  const size_t bytes = wk_row_size(type, 32);
+  for (int r = 0; r < rows; r++)
+    for (int64_t b = 0; b < n / 32; b++) {
+      uint8_t *blk = w + r * rb + b * bytes;
+      memset(blk, type == WK_Q8_0 ? 0x80 : type == WK_IQ4_NL ? 0x00 : 0xff, bytes);
+      memcpy(blk, &one, 2);
+      if (type == WK_Q4_1 || type == WK_Q5_1) memcpy(blk + 2, &one, 2);
+    }
+}
+
+static void check_type(int type, uint64_t *seed) {
+  wk_kernel kr;
+  CHECK(wk_act16_pick(type, WK_LEVEL_AUTO, &kr) == WICK_OK);
+  const wk_gemm_fn pg = wk_pack16_gemm(type);
+  for (size_t si = 0; si < sizeof k_sizes / sizeof k_sizes[0]; si++) {
+    const int64_t n = k_sizes[si];
+    const size_t rb = wk_row_size(type, n), xb = wk_act16_row_size(WK_ACT_A16, n);
+    uint8_t *w = malloc(rb * MAXROWS), *p = malloc(rb * MAXROWS), *xq = malloc(xb * MAXT);
+    float *x = malloc(sizeof(float) * n);
+    for (int r = 0; r < MAXROWS; r++) {
+      fill_random(seed, x, n, 0);
+      CHECK(wk_quantize_row(type, x, w + r * rb, n) == WICK_OK);
+    }
+    for (int t = 0; t < MAXT; t++) {
+      fill_random(seed, x, n, 1);
+      kr.quantize_act(x, xq + t * xb, n);
+    }
+    check_layout(type, n, MAXROWS, w, p, rb);
+    if (pg)
+      for (int rows = 16; rows <= MAXROWS; rows += 16)
+        check_kernel(&kr, pg, n, rows, w, p, rb, xq, xb);
+    // extreme blocks against activations of the weights' sign at full range
+    extreme_rows(type, n, 16, w, rb);
+    for (int64_t i = 0; i < n; i++) {
+      float wv[32];
+      CHECK(wk_dequantize_row(type, w + (i / 32) * wk_row_size(type, 32), wv, 32) == WICK_OK);
+      x[i] = wv[i % 32] > 0 ? 1.0f : -1.0f;
+    }
+    kr.quantize_act(x, xq, n);
+    check_layout(type, n, 16, w, p, rb);
+    if (pg) check_kernel(&kr, pg, n, 16, w, p, rb, xq, xb);
+    free(w), free(p), free(xq), free(x);
+  }
+}
+
+int main(void) {
+  uint64_t seed = 0x9ac16;
+  if (!wk_pack16_gemm(WK_Q4_0))
+    printf("skipped: packed kernels (this CPU lacks AVX-512 VNNI); layout checks run\n");
+  for (size_t i = 0; i < sizeof k_types / sizeof k_types[0]; i++) check_type(k_types[i], &seed);
+  if (g_failures) {
+    fprintf(stderr, "%d check(s) failed\n", g_failures);
+    return 1;
+  }
+  printf("test_pack16: ok\n");
+  return 0;
+}
