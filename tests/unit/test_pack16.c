@@ -2,12 +2,15 @@
 //  - packing then unpacking every row gives back the file's bytes, for every
 //    type with a packed layout and row lengths with an odd block count;
 //  - the packed layout is a permutation: every byte of the rows lands once
-//    (Q5: every set bit);
+//    (Q5, Q6_K: their high bits move within qh, so every set bit);
 //  - the packed kernel (where the CPU has AVX-512 VNNI) bit-identical to the
-//    16-bit-activation vec_dot on the original rows, for 1..9 tokens (token
-//    chunks of WK_PACK16_MAX_TOKENS), 16 / 32 / 48 rows, y's padding untouched;
+//    16-bit-activation vec_dot on the original rows (Q4_K, Q6_K: within
+//    2e-6 of sum |w x|, f32 rounding in another order), for 1..9 tokens
+//    (token chunks of WK_PACK16_MAX_TOKENS), 16 / 32 / 48 rows, y's padding
+//    untouched;
 //  - extreme blocks (largest codes times scale 1 against activations at full
 //    range), where the block sums come closest to int32's range.
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,8 +24,32 @@
 #include "wick.h"
 #include "test_util.h"
 
-static const int k_types[] = {WK_Q4_0, WK_Q4_1, WK_Q5_0, WK_Q5_1, WK_Q8_0, WK_IQ4_NL};
+static const int k_types[] = {WK_Q4_0, WK_Q4_1, WK_Q5_0, WK_Q5_1, WK_Q8_0, WK_IQ4_NL,
+                              WK_Q4_K, WK_Q6_K};
 static const int64_t k_sizes[] = {32, 96, 576, 640, 4096};
+static const int64_t k_sizes_k[] = {256, 768, 2048, 4096};
+
+static int is_k(int type) { return type == WK_Q4_K || type == WK_Q6_K; }
+
+// sum_i |w_i| |x_i| of row w against the activations xq (their values d v).
+static double abs_dot(int type, const uint8_t *w, const uint8_t *xq, int64_t n) {
+  float *wd = malloc(sizeof(float) * n);
+  CHECK(wk_dequantize_row(type, w, wd, n) == WICK_OK);
+  double s = 0;
+  for (int64_t i = 0; i < n; i++) {
+    double x;
+    if (is_k(type)) {
+      const wk_act16k *a = (const wk_act16k *)xq + i / 256;
+      x = a->d * a->v[wk_act16k_pos((int)(i % 256))];
+    } else {
+      const wk_act16 *a = (const wk_act16 *)xq + i / 32;
+      x = a->d * a->v[i % 32];
+    }
+    s += fabs(wd[i] * x);
+  }
+  free(wd);
+  return s;
+}
 
 enum { MAXT = 9, MAXROWS = 48 };
 
@@ -39,9 +66,9 @@ static void check_layout(int type, int64_t n, int rows, const uint8_t *w, uint8_
     same &= memcmp(row, w + r * rb, rb) == 0;
   }
   CHECK(same);
-  // a permutation within each group: byte histograms equal (Q5: their
-  // fifth bits move within bytes, so the count of set bits)
-  const int q5 = type == WK_Q5_0 || type == WK_Q5_1;
+  // a permutation within each group: byte histograms equal (Q5, Q6_K: their
+  // high bits move within bytes, so the count of set bits)
+  const int q5 = type == WK_Q5_0 || type == WK_Q5_1 || type == WK_Q6_K;
   for (int g = 0; g + 16 <= rows; g += 16) {
     size_t ha[256] = {0}, hb[256] = {0}, bits_a = 0, bits_b = 0;
     for (size_t i = 0; i < 16 * rb; i++) {
@@ -71,7 +98,12 @@ static void check_kernel(const wk_kernel *kr, wk_gemm_fn pg, int64_t n, int rows
           continue;
         }
         const float v = kr->vec_dot(n, w + r * rb, xq + t * xb);
-        same &= memcmp(&v, &y[t * ys + r], 4) == 0;
+        if (is_k(kr->type)) {
+          const double tol = 2e-6 * abs_dot(kr->type, w + r * rb, xq + t * xb, n) + 1e-30;
+          same &= fabs((double)v - y[t * ys + r]) <= tol;
+        } else {
+          same &= memcmp(&v, &y[t * ys + r], 4) == 0;
+        }
       }
     if (!same) fprintf(stderr, "type %d n %ld rows %d tokens %d\n", kr->type, (long)n, rows, nt);
     CHECK(same);
@@ -80,14 +112,29 @@ static void check_kernel(const wk_kernel *kr, wk_gemm_fn pg, int64_t n, int rows
   free(y);
 }
 
-// Every block: the largest codes (Q8_0: -128, IQ4_NL: nibble 0, -127) with
-// d = m = 1, so every product has the same sign as the activations below.
+// Every block: the largest codes (Q8_0: -128, IQ4_NL: nibble 0, -127; Q4_K:
+// 15 with scales and mins 63; Q6_K: 63 with scales -128) with d = m = 1,
+// so every product has the same sign as the activations below.
 static void extreme_rows(int type, int64_t n, int rows, uint8_t *w, size_t rb) {
   const uint16_t one = wk_f32_to_f16(1.0f);
-  const size_t bytes = wk_row_size(type, 32);
+  const int blk = is_k(type) ? 256 : 32;
+  const size_t bytes = wk_row_size(type, blk);
   for (int r = 0; r < rows; r++)
-    for (int64_t b = 0; b < n / 32; b++) {
-      uint8_t *blk = w + r * rb + b * bytes;
+    for (int64_t b = 0; b < n / blk; b++) {
+      uint8_t *blk_p = w + r * rb + b * bytes;
+      if (type == WK_Q4_K) {  // codes 15, scales and mins 63, d = dmin = 1
+        memset(blk_p, 0xff, 144);
+        memcpy(blk_p, &one, 2);
+        memcpy(blk_p + 2, &one, 2);
+        continue;
+      }
+      if (type == WK_Q6_K) {  // codes 63 (value 31), scales -128, d = 1
+        memset(blk_p, 0xff, 192);
+        memset(blk_p + 192, 0x80, 16);
+        memcpy(blk_p + 208, &one, 2);
+        continue;
+      }
+      uint8_t *blk = blk_p;
       memset(blk, type == WK_Q8_0 ? 0x80 : type == WK_IQ4_NL ? 0x00 : 0xff, bytes);
       memcpy(blk, &one, 2);
       if (type == WK_Q4_1 || type == WK_Q5_1) memcpy(blk + 2, &one, 2);
@@ -98,9 +145,12 @@ static void check_type(int type, uint64_t *seed) {
   wk_kernel kr;
   CHECK(wk_act16_pick(type, WK_LEVEL_AUTO, &kr) == WICK_OK);
   const wk_gemm_fn pg = wk_pack16_gemm(type);
-  for (size_t si = 0; si < sizeof k_sizes / sizeof k_sizes[0]; si++) {
-    const int64_t n = k_sizes[si];
-    const size_t rb = wk_row_size(type, n), xb = wk_act16_row_size(WK_ACT_A16, n);
+  const int64_t *sizes = is_k(type) ? k_sizes_k : k_sizes;
+  const size_t n_sizes = is_k(type) ? sizeof k_sizes_k / sizeof k_sizes_k[0]
+                                    : sizeof k_sizes / sizeof k_sizes[0];
+  for (size_t si = 0; si < n_sizes; si++) {
+    const int64_t n = sizes[si];
+    const size_t rb = wk_row_size(type, n), xb = wk_act16_row_size(kr.act, n);
     uint8_t *w = malloc(rb * MAXROWS), *p = malloc(rb * MAXROWS), *xq = malloc(xb * MAXT);
     float *x = malloc(sizeof(float) * n);
     for (int r = 0; r < MAXROWS; r++) {
@@ -117,10 +167,11 @@ static void check_type(int type, uint64_t *seed) {
         check_kernel(&kr, pg, n, rows, w, p, rb, xq, xb);
     // extreme blocks against activations of the weights' sign at full range
     extreme_rows(type, n, 16, w, rb);
+    const int blk = is_k(type) ? 256 : 32;
     for (int64_t i = 0; i < n; i++) {
-      float wv[32];
-      CHECK(wk_dequantize_row(type, w + (i / 32) * wk_row_size(type, 32), wv, 32) == WICK_OK);
-      x[i] = wv[i % 32] > 0 ? 1.0f : -1.0f;
+      float wv[256];
+      CHECK(wk_dequantize_row(type, w + (i / blk) * wk_row_size(type, blk), wv, blk) == WICK_OK);
+      x[i] = wv[i % blk] > 0 ? 1.0f : -1.0f;
     }
     kr.quantize_act(x, xq, n);
     check_layout(type, n, 16, w, p, rb);

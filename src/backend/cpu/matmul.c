@@ -269,7 +269,8 @@ int cpu_mm_pack(cpu_mm *mm, wk_pool *pool, uint64_t *acct) {
   const char *e = getenv("WICK_PACK16");
   const long rows = mm->w->ne[1], groups = rows / WK_PACK16_ROWS;
   // only where every batch takes the packed kernel or the integer GEMM
-  if ((e && e[0] == '0' && !e[1]) || !mm->fast || mm->kr.act != WK_ACT_A16 ||
+  if ((e && e[0] == '0' && !e[1]) || !mm->fast ||
+      (mm->kr.act != WK_ACT_A16 && mm->kr.act != WK_ACT_A16K) ||
       mm->g16_min > mm->f32_min || groups == 0)
     return WICK_OK;
   const wk_gemm_fn pg = wk_pack16_gemm(mm->w->type);

@@ -26,9 +26,89 @@ static int fmt_of(int type, p16_fmt *f) {
   }
 }
 
+// ---- super-blocks (256 values) --------------------------------------------
+// A super-block of the group: its fields in order, each either one f16 a
+// row (32 bytes) or 4-byte chunks (64 bytes each: row r's 4 bytes at 4 r).
+typedef struct p16k_field {
+  int at, len;  // offset and bytes in the file's block
+  int half;     // 1: an f16 (len 2)
+} p16k_field;
+
+typedef struct p16k_fmt {
+  int bytes;
+  int n;
+  p16k_field f[5];
+  int qh_at;  // Q6_K's qh (rearranged before chunking), else -1
+} p16k_fmt;
+
+static int kfmt_of(int type, p16k_fmt *k) {
+  switch (type) {
+    case WK_Q4_K:  // d dmin scales[12] qs[128]
+      *k = (p16k_fmt){144, 4, {{0, 2, 1}, {2, 2, 1}, {4, 12, 0}, {16, 128, 0}}, -1};
+      return 1;
+    case WK_Q6_K:  // ql[128] qh[64] scales[16] d
+      *k = (p16k_fmt){210, 4, {{208, 2, 1}, {192, 16, 0}, {0, 128, 0}, {128, 64, 0}}, 128};
+      return 1;
+    default: return 0;
+  }
+}
+
+// Q6_K's 2-bit fields (value v: bits 2 (v % 128 / 32) of qh[32 (v / 128) +
+// v % 32]) in the order of the packed code chunks: chunk c = 16 h + i of ql
+// (bytes 64 h + 4 i ..) holds values 128 h + 4 i + k in its low nibbles and
+// 128 h + 64 + 4 i + k in its high ones (k = 0..3); byte k of the packed
+// qh's dword c / 2 holds, at bits 2 m, m = 2 (c % 2) + (high nibble), the
+// field of that value, so that one shift puts it at bits 4..5 of byte k.
+static int q6_value(int c, int m, int k) {
+  const int h = c / 16, i = c % 16;
+  return 128 * h + (m & 1) * 64 + 4 * i + k;
+}
+
+static void qh6_move(uint8_t *qh, uint8_t *out, int to_packed) {
+  uint8_t o[64] = {0};
+  for (int c = 0; c < 32; c++)
+    for (int m2 = 0; m2 < 2; m2++)
+      for (int k = 0; k < 4; k++) {
+        const int v = q6_value(c, m2, k), m = 2 * (c % 2) + m2;
+        const int fb = 32 * (v / 128) + v % 32, fs = 2 * (v % 128 / 32);
+        const int pb = 4 * (c / 2) + k, ps = 2 * m;
+        if (to_packed) o[pb] |= (uint8_t)((qh[fb] >> fs & 3) << ps);
+        else o[fb] |= (uint8_t)((out[pb] >> ps & 3) << fs);
+      }
+  memcpy(to_packed ? out : qh, o, 64);
+}
+
+// Moves one row's super-block between the file's layout (blk) and the
+// group's (g: the group's super-block): to_group 1 packs, 0 unpacks.
+static void move_kblock(const p16k_fmt *k, int r, uint8_t *blk, uint8_t *g, int to_group) {
+  uint8_t qh[64];
+  size_t at = 0;
+  for (int i = 0; i < k->n; i++) {
+    const p16k_field *f = &k->f[i];
+    uint8_t *src = blk + f->at;
+    if (f->at == k->qh_at) {
+      if (to_group) qh6_move(src, qh, 1);
+      src = qh;
+    }
+    if (f->half) {
+      if (to_group) memcpy(g + at + 2 * r, src, 2);
+      else memcpy(src, g + at + 2 * r, 2);
+      at += 32;
+      continue;
+    }
+    for (int c = 0; c < f->len / 4; c++) {
+      if (to_group) memcpy(g + at + 64 * c + 4 * r, src + 4 * c, 4);
+      else memcpy(src + 4 * c, g + at + 64 * c + 4 * r, 4);
+    }
+    at += 16 * (size_t)f->len;
+    if (!to_group && f->at == k->qh_at) qh6_move(blk + f->at, qh, 0);
+  }
+}
+
 int wk_pack16_type(int type) {
   p16_fmt f;
-  return fmt_of(type, &f);
+  p16k_fmt k;
+  return fmt_of(type, &f) || kfmt_of(type, &k);
 }
 
 // Byte offsets, in the group, of block b's fields (see pack16.h).
@@ -84,6 +164,14 @@ static void move_block(const p16_fmt *f, const p16_at *at, int r, uint8_t *blk, 
 
 void wk_pack16_group(int type, int64_t k, const uint8_t *src, size_t row_bytes, uint8_t *dst) {
   p16_fmt f;
+  p16k_fmt kf;
+  if (kfmt_of(type, &kf)) {
+    for (int64_t b = 0; b < k / 256; b++)
+      for (int r = 0; r < WK_PACK16_ROWS; r++)
+        move_kblock(&kf, r, (uint8_t *)src + (size_t)r * row_bytes + (size_t)(b * kf.bytes),
+                    dst + 16 * (size_t)(b * kf.bytes), 1);
+    return;
+  }
   if (!fmt_of(type, &f)) return;
   const int64_t nb = k / 32;
   for (int64_t b = 0; b < nb; b++) {
@@ -96,6 +184,13 @@ void wk_pack16_group(int type, int64_t k, const uint8_t *src, size_t row_bytes, 
 
 void wk_pack16_row(int type, int64_t k, const uint8_t *group, int r, uint8_t *dst) {
   p16_fmt f;
+  p16k_fmt kf;
+  if (kfmt_of(type, &kf)) {
+    for (int64_t b = 0; b < k / 256; b++)
+      move_kblock(&kf, r, dst + (size_t)(b * kf.bytes), (uint8_t *)group + 16 * (size_t)(b * kf.bytes),
+                  0);
+    return;
+  }
   if (!fmt_of(type, &f)) return;
   const int64_t nb = k / 32;
   for (int64_t b = 0; b < nb; b++) {
@@ -106,5 +201,6 @@ void wk_pack16_row(int type, int64_t k, const uint8_t *group, int r, uint8_t *ds
 
 wk_gemm_fn wk_pack16_gemm(int type) {
   if (!wk_pack16_type(type) || wk_kernel_best_level() < WK_LEVEL_AVX512) return NULL;
-  return wk_pack16_avx512_find(type);
+  const wk_gemm_fn g = wk_pack16_avx512_find(type);
+  return g ? g : wk_pack16k_avx512_find(type);
 }

@@ -1,5 +1,6 @@
 // Weight rows repacked in groups of 16 for the AVX-512 VNNI decode kernels
-// of the 32-value block formats (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL).
+// of the 32-value block formats (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL) and
+// of Q4_K and Q6_K.
 //
 // Why: the file's layout keeps each row's blocks together, so a decode tile
 // that multiplies 8 rows at once spends most of its time moving bytes
@@ -26,8 +27,17 @@
 // even), so where a group starts on a cache line every pair's loads are
 // line-aligned (not a lone last block's). For the 4-bit
 // formats chunk c's low nibbles are values 4 c .. 4 c + 3 and its high ones
-// 16 + 4 c ..; Q8_0's chunk c is values 4 c .. 4 c + 3. Rows past the last
-// whole group stay in the file's layout.
+// 16 + 4 c ..; Q8_0's chunk c is values 4 c .. 4 c + 3.
+//
+// The super-blocks go one after another, each as its fields in order, an
+// f16 field as 16 f16 (32 bytes), the others as 4-byte chunks (chunk c: row
+// r's bytes 4 c .. 4 c + 3 at 4 r):
+//   Q4_K  d, dmin, scales (3 chunks), qs (32): 2304 bytes
+//   Q6_K  d, scales (4), ql (32), qh (16), qh rearranged per row so that
+//         chunk c of ql (low nibbles: values 128 h + 4 i + k, high: 128 h +
+//         64 + 4 i + k, c = 16 h + i) finds value k's 2 high bits in byte k
+//         of qh's dword c / 2 at bits 2 m, m = 2 (c % 2) + (high): 3360 bytes
+// Rows past the last whole group stay in the file's layout.
 #ifndef WICK_BACKEND_CPU_KERNELS_PACK16_H
 #define WICK_BACKEND_CPU_KERNELS_PACK16_H
 
@@ -53,13 +63,15 @@ void wk_pack16_group(int type, int64_t k, const uint8_t *src, size_t row_bytes, 
 void wk_pack16_row(int type, int64_t k, const uint8_t *group, int r, uint8_t *dst);
 
 // The packed kernel of `type` (wk_gemm_fn's contract, with w a packed group
-// start, rows a multiple of 16, n_tokens 1..WK_PACK16_MAX_TOKENS, the
-// activations in WK_ACT_A16), bit-identical to the 16-bit-activation
-// kernels' vec_dot on the same rows; NULL when the type has none or the CPU
-// lacks AVX-512 F, BW, VL and VNNI.
+// start and rows a multiple of 16; any n_tokens, WK_PACK16_MAX_TOKENS at a
+// time; the activations in WK_ACT_A16, or WK_ACT_A16K for Q4_K and Q6_K):
+// the 32-value formats bit-identical to the 16-bit-activation kernels'
+// vec_dot on the same rows, Q4_K and Q6_K the same up to f32 rounding; NULL
+// when the type has none or the CPU lacks AVX-512 F, BW, VL and VNNI.
 wk_gemm_fn wk_pack16_gemm(int type);
 
 // ---- shared by pack16*.c only ----
-wk_gemm_fn wk_pack16_avx512_find(int type);
+wk_gemm_fn wk_pack16_avx512_find(int type);   // the 32-value formats
+wk_gemm_fn wk_pack16k_avx512_find(int type);  // Q4_K, Q6_K
 
 #endif

@@ -19,33 +19,7 @@
 // lane's hi sum adds 32 products (~1.0e6), x 128 ~1.3e8, and a block sum is
 // at most 32 x 255 x 16383 < 1.4e8: inside int32.
 #define AT __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
-#include "backend/cpu/kernels/act16_x86.h"
-#include "backend/cpu/kernels/kernels_internal.h"
-#include "backend/cpu/kernels/pack16.h"
-
-// The 4 bytes at p in every dword (folds into vpdpbusd's broadcast operand).
-AT AI __m512i bc4(const int8_t *p) {
-  int32_t v;
-  memcpy(&v, p, 4);
-  return _mm512_set1_epi32(v);
-}
-
-// Every row's block sum: code vectors c[0..7] against lo bytes xl and hi
-// bytes xh (32 each).
-AT AI __m512i block_sum(const __m512i *c, const int8_t *xl, const int8_t *xh) {
-  const __m512i z = _mm512_setzero_si512();
-  __m512i ha = z, hb = z;
-  A16_UNROLL for (int j = 0; j < 4; j++) {
-    ha = _mm512_dpbusd_epi32(ha, c[j], bc4(xh + 4 * j));
-    hb = _mm512_dpbusd_epi32(hb, c[j + 4], bc4(xh + 16 + 4 * j));
-  }
-  __m512i la = _mm512_slli_epi32(_mm512_add_epi32(ha, hb), 7), lb = z;
-  A16_UNROLL for (int j = 0; j < 4; j++) {
-    la = _mm512_dpbusd_epi32(la, c[j], bc4(xl + 4 * j));
-    lb = _mm512_dpbusd_epi32(lb, c[j + 4], bc4(xl + 16 + 4 * j));
-  }
-  return _mm512_add_epi32(la, lb);
-}
+#include "backend/cpu/kernels/pack16_x86.h"
 
 AT AI int p16_bytes(const int type) { return a16_q_bytes(type); }
 AT AI int p16_has_m(const int type) { return type == WK_Q4_1 || type == WK_Q5_1; }
@@ -112,22 +86,6 @@ AT AI void block(const int type, const int NT, const uint8_t *d, const uint8_t *
     if (has_m) p = _mm512_fmadd_ps(mw, _mm512_set1_ps(a->s), p);
     acc[t] = _mm512_add_ps(acc[t], p);
   }
-}
-
-// Bytes ahead of the current pair of blocks that a group asks the L2 for
-// (prefetcht1, a line each): the hardware's stream prefetch stops at each
-// 4 KB page. bench_matvec --packed, 4096x14336 and 14336x4096, one thread,
-// % of the paired read passes (Zen 4, noisy VM, 2-4 runs each): none Q4_0
-// 48%, Q8_0 64%; prefetcht0 (into L1) 1024-6144 bytes ahead 52-61% / 61-79%
-// (each fill holds one of L1's few miss buffers); prefetcht1 4096 63-64% /
-// 63-64%, 8192 76-84% / 67-72% (Q4_1 80-84%), 16384 and 32768 no better.
-// Two groups side by side (two streams) gained nothing.
-static const size_t k_ahead = 8192;
-
-// The lines of [p, p + len) k_ahead bytes on (len a multiple of 64).
-AT AI void ahead(const uint8_t *p, size_t len) {
-  const size_t a = k_ahead;
-  for (size_t o = 0; o < len; o += 64) _mm_prefetch((const char *)(p + a + o), _MM_HINT_T1);
 }
 
 // One group x NT tokens -> y[t * ys + r].

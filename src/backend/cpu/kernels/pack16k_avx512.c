@@ -1,0 +1,200 @@
+// The packed decode kernels of the super-block formats Q4_K and Q6_K
+// (pack16.h) with AVX-512 VNNI: a group of 16 rows x 1..4 tokens, one int32
+// and one f32 lane a row, against WK_ACT_A16K activations.
+//
+// Codes as in pack16_avx512.c: a 64-byte chunk holds the same 4 code bytes of
+// the 16 rows, vpdpbusd multiplies them with the activation's 4 lo or hi
+// bytes broadcast from memory, and each row's sub-block sum lands in its own
+// lane (hi sums first, then shifted left by 7 as the lo sums' start). Q4_K's
+// 32-value sub-blocks take 8 chunks (a chunk's low nibbles in sub-block 2 i,
+// its high ones in 2 i + 1, as in the file); Q6_K's 16-value ones 4 chunks,
+// the codes' high 2 bits from the rearranged qh by one shift and a masked
+// or. Scales: the rows' 6-bit (Q4_K) or int8 (Q6_K) sub-block scales are
+// taken out of their dwords a byte at a time (shifts and masks on 16 rows at
+// once) and go to f32; each sub-block's integer sum goes to f32 and
+// accumulates times its scale, and per super-block
+//   Q4_K  y += d dx sum_j sc_j S_j - dmin sum_j m_j (dx sum_j v)
+//   Q6_K  y += d (dx sum_j sc_j S_j - 32 sum_j sc_j (dx sum_j v))
+// with the activation's d (dx) and its per-16 sums s (= dx sum v). Results
+// are those of the 16-bit-activation vec_dot up to f32 rounding (other sums
+// in another order), not bit for bit.
+//
+// Q4_K's high nibbles go in as 16 x the code (raw & 0xf0: no shift), their
+// scale as sc / 16; Q6_K's int8 scales as sc x 2^24 (one vpshufb puts the
+// byte at the top of its dword), d as d x 2^-24: both exact.
+//
+// Bounds: a Q4_K sub-block sum is at most 32 x 240 x 16383 (< 2^27), a Q6_K
+// one 16 x 63 x 16383; the hi sums x 128 stay inside int32. Sums past 2^24
+// round once in f32 (relative 2^-24).
+#define AT __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
+#include "backend/cpu/kernels/pack16_x86.h"
+
+// Byte k (0..3) of every dword of v moved to byte `to` of the dword, the
+// other bytes 0 (one vpshufb).
+AT AI __m512i byte_to(__m512i v, const int k, const int to) {
+  const char z = (char)0x80, b = (char)k;
+  const __m128i i = to == 0 ? _mm_setr_epi8(b, z, z, z, b + 4, z, z, z, b + 8, z, z, z, b + 12, z, z, z)
+                            : _mm_setr_epi8(z, z, z, b, z, z, z, b + 4, z, z, z, b + 8, z, z, z, b + 12);
+  return _mm512_shuffle_epi8(v, _mm512_broadcast_i32x4(i));
+}
+// Byte k of every dword as f32: unsigned, or signed times 2^24 (exact).
+AT AI __m512 byte_u(__m512i v, const int k) { return _mm512_cvtepi32_ps(byte_to(v, k, 0)); }
+AT AI __m512 byte_s24(__m512i v, const int k) { return _mm512_cvtepi32_ps(byte_to(v, k, 3)); }
+
+// ---- Q4_K: d[16] dmin[16] | scales 3 chunks | qs 32 chunks (2304 bytes) -----
+
+AT AI void q4k_block(const int NT, const uint8_t *G, int64_t nb, int64_t b, const uint8_t *xq,
+                     size_t xs, __m512 *y) {
+  const __m512i d0 = _mm512_loadu_si512(G + 64), d1 = _mm512_loadu_si512(G + 128),
+                d2 = _mm512_loadu_si512(G + 192);
+  const __m512i m6 = _mm512_set1_epi8(63), m4 = _mm512_set1_epi8(15), t2 = _mm512_set1_epi8(48);
+  // bytes of sc0..3, m0..3, sc4..7, m4..7 (the 6-bit fields of the file's 12 bytes)
+  const __m512i sa = _mm512_and_si512(d0, m6), ma = _mm512_and_si512(d1, m6);
+  const __m512i sb = _mm512_ternarylogic_epi32(_mm512_and_si512(d2, m4), _mm512_srli_epi32(d0, 2),
+                                               t2, 0xf8);
+  const __m512i mb = _mm512_ternarylogic_epi32(
+      _mm512_and_si512(_mm512_srli_epi32(d2, 4), m4), _mm512_srli_epi32(d1, 2), t2, 0xf8);
+  const uint8_t *qs = G + 256;
+  __m512 acc[WK_PACK16_MAX_TOKENS];
+  A16_UNROLL for (int t = 0; t < NT; t++) acc[t] = _mm512_setzero_ps();
+  A16_UNROLL for (int i = 0; i < 4; i++) {
+    __m512i lo[8], hi[8];
+    A16_UNROLL for (int c = 0; c < 8; c++) {
+      const __m512i raw = _mm512_loadu_si512(qs + 64 * (8 * i + c));
+      lo[c] = _mm512_and_si512(raw, m4);
+      hi[c] = _mm512_andnot_si512(m4, raw);  // 16 x the code: the scale takes 1 / 16
+    }
+    const __m512 s0 = i < 2 ? byte_u(sa, 2 * i) : byte_u(sb, 2 * i - 4);
+    const __m512 s1 = _mm512_mul_ps(i < 2 ? byte_u(sa, 2 * i + 1) : byte_u(sb, 2 * i - 3),
+                                    _mm512_set1_ps(1.0f / 16));
+    A16_UNROLL for (int t = 0; t < NT; t++) {
+      const int8_t *xl = (const int8_t *)(xq + (size_t)t * xs) +
+                         wk_act16_bytes(WK_ACT_A16K, nb, b) + 64 * i;
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(block_sum(lo, xl, xl + 256)), s0, acc[t]);
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(block_sum(hi, xl + 32, xl + 288)), s1, acc[t]);
+    }
+  }
+  const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)G));
+  const __m512 dmw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(G + 32)));
+  A16_UNROLL for (int t = 0; t < NT; t++) {
+    const wk_act16k *a = (const wk_act16k *)(xq + (size_t)t * xs) + b;
+    __m512 mn = _mm512_setzero_ps();
+    A16_UNROLL for (int j = 0; j < 8; j++)
+      mn = _mm512_fmadd_ps(j < 4 ? byte_u(ma, j) : byte_u(mb, j - 4),
+                           _mm512_set1_ps(a->s[2 * j] + a->s[2 * j + 1]), mn);
+    y[t] = _mm512_fmadd_ps(_mm512_mul_ps(dw, _mm512_set1_ps(a->d)), acc[t], y[t]);
+    y[t] = _mm512_fnmadd_ps(dmw, mn, y[t]);
+  }
+}
+
+// ---- Q6_K: d[16] | scales 4 chunks | ql 32 chunks | qh 16 chunks (3360) -----
+
+// Sum of 16 values: code vectors c[0..3] against lo bytes xl and hi xh.
+AT AI __m512i sum16(const __m512i *c, const int8_t *xl, const int8_t *xh) {
+  __m512i h = _mm512_setzero_si512();
+  A16_UNROLL for (int u = 0; u < 4; u++) h = _mm512_dpbusd_epi32(h, c[u], bc4(xh + 4 * u));
+  __m512i l = _mm512_slli_epi32(h, 7);
+  A16_UNROLL for (int u = 0; u < 4; u++) l = _mm512_dpbusd_epi32(l, c[u], bc4(xl + 4 * u));
+  return l;
+}
+
+// qh's field m (0..3) of each byte at bits 4..5 (other bits: garbage
+// outside 4..5, masked by the caller).
+AT AI __m512i q6_high(__m512i q, const int m) {
+  switch (m) {
+    case 0: return _mm512_slli_epi32(q, 4);
+    case 1: return _mm512_slli_epi32(q, 2);
+    case 2: return q;
+    default: return _mm512_srli_epi32(q, 2);
+  }
+}
+
+AT AI void q6k_block(const int NT, const uint8_t *G, int64_t nb, int64_t b, const uint8_t *xq,
+                     size_t xs, __m512 *y) {
+  const uint8_t *ql = G + 288, *qh = G + 2336;
+  const __m512i m4 = _mm512_set1_epi8(15), t2 = _mm512_set1_epi8(48);
+  __m512 acc[WK_PACK16_MAX_TOKENS], off[WK_PACK16_MAX_TOKENS];
+  A16_UNROLL for (int t = 0; t < NT; t++) acc[t] = off[t] = _mm512_setzero_ps();
+  A16_UNROLL for (int h = 0; h < 2; h++) {
+    A16_UNROLL for (int s = 0; s < 4; s++) {
+      __m512i lo[4], hi[4];
+      A16_UNROLL for (int u = 0; u < 4; u++) {
+        const int c = 16 * h + 4 * s + u;
+        const __m512i raw = _mm512_loadu_si512(ql + 64 * c);
+        const __m512i q = _mm512_loadu_si512(qh + 64 * (c / 2));
+        lo[u] = _mm512_ternarylogic_epi32(_mm512_and_si512(raw, m4), q6_high(q, 2 * (u % 2)), t2,
+                                          0xf8);
+        hi[u] = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(raw, 4), m4),
+                                          q6_high(q, 2 * (u % 2) + 1), t2, 0xf8);
+      }
+      const int jl = 8 * h + s, jh = 8 * h + 4 + s;  // the two 16-value sub-blocks
+      // the scales x 2^24 (d takes 2^-24)
+      const __m512 sl = byte_s24(_mm512_loadu_si512(G + 32 + 64 * (jl / 4)), jl % 4);
+      const __m512 sh = byte_s24(_mm512_loadu_si512(G + 32 + 64 * (jh / 4)), jh % 4);
+      A16_UNROLL for (int t = 0; t < NT; t++) {
+        const wk_act16k *a = (const wk_act16k *)(xq + (size_t)t * xs) + b;
+        const int8_t *xl = (const int8_t *)(xq + (size_t)t * xs) +
+                           wk_act16_bytes(WK_ACT_A16K, nb, b) + 128 * h + 16 * s;
+        acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum16(lo, xl, xl + 256)), sl, acc[t]);
+        acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum16(hi, xl + 64, xl + 320)), sh, acc[t]);
+        off[t] = _mm512_fmadd_ps(sl, _mm512_set1_ps(a->s[jl]), off[t]);
+        off[t] = _mm512_fmadd_ps(sh, _mm512_set1_ps(a->s[jh]), off[t]);
+      }
+    }
+  }
+  const __m512 dw = _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)G)),
+                                  _mm512_set1_ps(0x1p-24f));
+  A16_UNROLL for (int t = 0; t < NT; t++) {
+    const wk_act16k *a = (const wk_act16k *)(xq + (size_t)t * xs) + b;
+    const __m512 p = _mm512_fmsub_ps(_mm512_set1_ps(a->d), acc[t],
+                                     _mm512_mul_ps(_mm512_set1_ps(32.0f), off[t]));
+    y[t] = _mm512_fmadd_ps(dw, p, y[t]);
+  }
+}
+
+// One group x NT tokens -> y[t * ys + r].
+AT AI void kgroup(const int type, const int NT, const uint8_t *g, int64_t nb, const uint8_t *xq,
+                  size_t xs, float *y, size_t ys) {
+  const size_t sb = type == WK_Q4_K ? 2304 : 3360;  // a super-block of 16 rows
+  __m512 acc[WK_PACK16_MAX_TOKENS];
+  A16_UNROLL for (int t = 0; t < NT; t++) acc[t] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < nb; b++) {
+    const uint8_t *G = g + (size_t)b * sb;
+    ahead(G, sb);
+    if (type == WK_Q4_K) q4k_block(NT, G, nb, b, xq, xs, acc);
+    else q6k_block(NT, G, nb, b, xq, xs, acc);
+  }
+  A16_UNROLL for (int t = 0; t < NT; t++) _mm512_storeu_ps(y + (size_t)t * ys, acc[t]);
+}
+
+#define P16K_GEMM(T, TYPE)                                                                   \
+  AT static void T##_p16(const void *w, size_t ws, int64_t k, int rows, const void *xq,     \
+                         size_t xs, int n_tokens, float *y, size_t ys) {                     \
+    const uint8_t *x = xq;                                                                   \
+    for (int t0 = 0; t0 < n_tokens; t0 += WK_PACK16_MAX_TOKENS) {                            \
+      const int nt = n_tokens - t0 < WK_PACK16_MAX_TOKENS ? n_tokens - t0                    \
+                                                          : WK_PACK16_MAX_TOKENS;            \
+      const uint8_t *xt = x + (size_t)t0 * xs;                                               \
+      float *yt = y + (size_t)t0 * ys;                                                       \
+      for (int r = 0; r + WK_PACK16_ROWS <= rows; r += WK_PACK16_ROWS) {                    \
+        const uint8_t *g = (const uint8_t *)w + (size_t)r * ws;                              \
+        switch (nt) {                                                                        \
+          case 1: kgroup(TYPE, 1, g, k / 256, xt, xs, yt + r, ys); break;                    \
+          case 2: kgroup(TYPE, 2, g, k / 256, xt, xs, yt + r, ys); break;                    \
+          case 3: kgroup(TYPE, 3, g, k / 256, xt, xs, yt + r, ys); break;                    \
+          default: kgroup(TYPE, 4, g, k / 256, xt, xs, yt + r, ys); break;                   \
+        }                                                                                    \
+      }                                                                                      \
+    }                                                                                        \
+  }
+
+P16K_GEMM(q4_k, WK_Q4_K)
+P16K_GEMM(q6_k, WK_Q6_K)
+
+wk_gemm_fn wk_pack16k_avx512_find(int type) {
+  switch (type) {
+    case WK_Q4_K: return q4_k_p16;
+    case WK_Q6_K: return q6_k_p16;
+    default: return NULL;
+  }
+}
