@@ -524,6 +524,8 @@ int gguf_open(gguf_file **out, const char *path, wk_error *err) {
   return WICK_OK;
 }
 
+int gguf_is_mapped(const gguf_file *f) { return f && f->map != NULL; }
+
 void gguf_close(gguf_file *f) {
   if (!f) return;
   for (uint64_t i = 0; i < f->n_kv; i++) kv_free_parts(&f->kv[i]);

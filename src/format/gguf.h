@@ -54,6 +54,9 @@ int gguf_open(gguf_file **out, const char *path, wk_error *err);
 // Same over a caller-owned buffer that must outlive the handle (tests, fuzzing).
 int gguf_open_memory(gguf_file **out, const void *data, size_t size, wk_error *err);
 void gguf_close(gguf_file *f);
+// 1 when f's bytes are a read-only private mapping of its file (gguf_open):
+// pages nobody wrote can be dropped (madvise) and come back from the file.
+int gguf_is_mapped(const gguf_file *f);
 
 uint32_t gguf_version(const gguf_file *f);
 size_t gguf_file_size(const gguf_file *f);

@@ -294,6 +294,7 @@ static int load_globals(wk_model *m, const gguf_file *f, wk_error *err) {
   if ((rc = get_tensor(f, &m->output, "output.weight", m->dim, m->vocab, false, err))) return rc;
   m->tied_output = m->output.data == NULL;
   if (m->tied_output) m->output = m->tok_embd;
+  m->weights_mapped = gguf_is_mapped(f) != 0;
   if ((rc = get_tensor(f, &m->rope_freqs, "rope_freqs.weight", m->rope_dim / 2, 0, false, err)))
     return rc;
   return WICK_OK;

@@ -82,6 +82,7 @@ typedef struct wk_model {
   wk_tensor out_norm;    // (dim)
   wk_tensor output;      // ne = {dim, vocab}; equals tok_embd when tied
   bool tied_output;
+  bool weights_mapped;   // tensor data lies in a read-only private file mapping (gguf_is_mapped)
   wk_tensor rope_freqs;  // (rope_dim / 2) per-pair angle divisors (llama 3 scaling), or absent
   wk_layer *layers;      // [n_layers]
 } wk_model;

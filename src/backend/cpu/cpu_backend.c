@@ -141,11 +141,11 @@ static int plan_matrices(cpu_ctx *c, wk_error *err) {
   }
   cpu_mm_plan(&c->out_mm, &m->output, exact);
   cpu_act_reserve(&c->act, &c->out_mm, c->p.max_logits);
-  int rc = cpu_mm_pack(&c->out_mm, c->pool, &c->ws_bytes);
+  int rc = cpu_mm_pack(&c->out_mm, c->pool, m->weights_mapped, &c->ws_bytes);
   for (int il = 0; il < m->n_layers && rc == WICK_OK; il++) {
     cpu_mm *ms[7];
     layer_mms(&c->lm[il], ms);
-    for (int i = 0; i < 7 && rc == WICK_OK; i++) rc = cpu_mm_pack(ms[i], c->pool, &c->ws_bytes);
+    for (int i = 0; i < 7 && rc == WICK_OK; i++) rc = cpu_mm_pack(ms[i], c->pool, m->weights_mapped, &c->ws_bytes);
   }
   if (rc) return wk_fail(err, rc, "cpu: out of memory for packed weight rows");
   if (cpu_act_alloc(&c->act, &c->ws_bytes))

@@ -9,6 +9,8 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "backend/cpu/matmul.h"
 #include "backend/cpu/dequant.h"
@@ -251,21 +253,31 @@ void cpu_mm_plan(cpu_mm *mm, const wk_tensor *w, bool exact) {
 typedef struct pack_job {
   const cpu_mm *mm;
   uint8_t *dst;  // 64-byte aligned
-  long groups;
+  long g0, g1;   // the groups of this call
 } pack_job;
 
 static void pack_run(void *ctx, int ith, int nth) {
   const pack_job *j = ctx;
   const cpu_mm *mm = j->mm;
   long lo, hi;
-  wk_split(j->groups, ith, nth, 1, &lo, &hi);
+  wk_split(j->g1 - j->g0, ith, nth, 1, &lo, &hi);
   const size_t gb = WK_PACK16_ROWS * mm->row_bytes;
-  for (long g = lo; g < hi; g++)
+  for (long g = j->g0 + lo; g < j->g0 + hi; g++)
     wk_pack16_group(mm->w->type, mm->w->ne[0], (const uint8_t *)mm->w->data + (size_t)g * gb,
                     mm->row_bytes, j->dst + (size_t)g * gb);
 }
 
-int cpu_mm_pack(cpu_mm *mm, wk_pool *pool, uint64_t *acct) {
+// Drops the whole pages of [p, p + n) from the process's mapping (they come
+// back from the file if read again: the tied embedding's rows).
+static void drop_pages(const void *p, size_t n) {
+  const long pg = sysconf(_SC_PAGESIZE);
+  if (pg <= 0) return;
+  const uintptr_t a = ((uintptr_t)p + (uintptr_t)pg - 1) & ~((uintptr_t)pg - 1);
+  const uintptr_t e = ((uintptr_t)p + n) & ~((uintptr_t)pg - 1);
+  if (e > a) madvise((void *)a, e - a, MADV_DONTNEED);
+}
+
+int cpu_mm_pack(cpu_mm *mm, wk_pool *pool, bool mapped, uint64_t *acct) {
   const char *e = getenv("WICK_PACK16");
   const long rows = mm->w->ne[1], groups = rows / WK_PACK16_ROWS;
   // only where every batch takes the packed kernel or the integer GEMM
@@ -279,8 +291,14 @@ int cpu_mm_pack(cpu_mm *mm, wk_pool *pool, uint64_t *acct) {
   if (!(mm->packed = wk_malloc(bytes + 64))) return WICK_ERR_NOMEM;
   *acct += bytes;
   uint8_t *dst = (uint8_t *)(((uintptr_t)mm->packed + 63) & ~(uintptr_t)63);
-  pack_job j = {mm, dst, groups};
-  wk_pool_run(pool, pack_run, &j);
+  // in slices of ~16 MB, each slice's file pages dropped once packed (the
+  // copy never holds much more than one slice twice)
+  const long per = (long)((16u << 20) / gb) + 1;
+  for (long g0 = 0; g0 < groups; g0 += per) {
+    pack_job j = {mm, dst, g0, g0 + per < groups ? g0 + per : groups};
+    wk_pool_run(pool, pack_run, &j);
+    if (mapped) drop_pages((const uint8_t *)mm->w->data + (size_t)g0 * gb, (size_t)(j.g1 - g0) * gb);
+  }
   // rows past the last whole group stay as they are
   memcpy(dst + (size_t)groups * gb, (const uint8_t *)mm->w->data + (size_t)groups * gb,
          bytes - (size_t)groups * gb);

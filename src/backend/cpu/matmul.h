@@ -94,9 +94,12 @@ void cpu_mm_plan(cpu_mm *mm, const wk_tensor *w, bool exact);
 // matrix with its whole 16-row groups packed for the decode kernels
 // (kernels/pack16.h: 1.3-2x their speed with rows in L2), which the
 // products read from then on (the integer GEMM unpacks 32 rows at a time
-// into its scratch); its bytes are added to *acct. WICK_PACK16=0 in the
+// into its scratch); its bytes are added to *acct. mapped: the weights lie
+// in a read-only private file mapping, whose pages under the matrix are then
+// dropped (madvise; read again from the file only if something else reads
+// them), so the copy does not double the memory. WICK_PACK16=0 in the
 // environment keeps the file's layout. WICK_ERR_NOMEM, else WICK_OK.
-int cpu_mm_pack(cpu_mm *mm, wk_pool *pool, uint64_t *acct);
+int cpu_mm_pack(cpu_mm *mm, wk_pool *pool, bool mapped, uint64_t *acct);
 void cpu_mm_free(cpu_mm *mm);
 // Bit (1 << wk_act_fmt) of the converted activations mm reads; 0 when it
 // reads the f32 rows themselves (exact path or f32 activations).
