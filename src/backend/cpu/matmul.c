@@ -285,7 +285,13 @@ int cpu_mm_pack(cpu_mm *mm, wk_pool *pool, bool mapped, uint64_t *acct) {
       (mm->kr.act != WK_ACT_A16 && mm->kr.act != WK_ACT_A16K) ||
       mm->g16_min > mm->f32_min || groups == 0)
     return WICK_OK;
-  const wk_gemm_fn pg = wk_pack16_gemm(mm->w->type);
+  // Not Q8_0: its packed kernel runs 2x the tile's speed in L2 but reads no
+  // faster from memory (one thread 74-78% of the read passes against the
+  // tile's 79-82%; Gemma 3's decode, mostly its Q8_0 output matrix, 3-8%
+  // slower). Not Q6_K: the integer GEMM's unpacking of its rearranged qh
+  // bits cost more of a prompt pass than its decode gains.
+  const int t = mm->w->type;
+  const wk_gemm_fn pg = t == WK_Q8_0 || t == WK_Q6_K ? NULL : wk_pack16_gemm(t);
   if (!pg) return WICK_OK;
   const size_t bytes = mm->row_bytes * (size_t)rows, gb = WK_PACK16_ROWS * mm->row_bytes;
   if (!(mm->packed = wk_malloc(bytes + 64))) return WICK_ERR_NOMEM;
@@ -433,10 +439,16 @@ static void g16_packed(const cpu_mm *mm, const cpu_act *a, long r0, long r1, flo
   for (long s = r0; s < r1; s += G16_ROWS) {
     const long e = s + G16_ROWS < r1 ? s + G16_ROWS : r1;
     const unsigned char *src = mm->data + (size_t)s * mm->row_bytes;
-    if (s < mm->packed_rows) {  // s is a multiple of 16: whole groups
-      for (long r = s; r < e; r++)
-        wk_pack16_row(mm->w->type, a->k, mm->data + (size_t)(r / 16 * 16) * mm->row_bytes,
-                      (int)(r % 16), rowbuf + (size_t)(r - s) * mm->row_bytes);
+    if (s < mm->packed_rows) {  // s is a multiple of 16: whole groups (up to packed_rows)
+      for (long r = s; r < e; r += WK_PACK16_ROWS)
+        if (r < mm->packed_rows)
+          wk_pack16_unpack(mm->w->type, a->k, mm->data + (size_t)r * mm->row_bytes,
+                           rowbuf + (size_t)(r - s) * mm->row_bytes, mm->row_bytes);
+        else {  // the rest: the file's layout
+          memcpy(rowbuf + (size_t)(r - s) * mm->row_bytes, mm->data + (size_t)r * mm->row_bytes,
+                 (size_t)(e - r) * mm->row_bytes);
+          break;
+        }
       src = rowbuf;
     }
     wk_gemm16_run(&mm->g16, src, mm->row_bytes, a->k, (int)(e - s), a->buf[WK_ACT_A16],

@@ -78,30 +78,24 @@ static void qh6_move(uint8_t *qh, uint8_t *out, int to_packed) {
   memcpy(to_packed ? out : qh, o, 64);
 }
 
-// Moves one row's super-block between the file's layout (blk) and the
-// group's (g: the group's super-block): to_group 1 packs, 0 unpacks.
-static void move_kblock(const p16k_fmt *k, int r, uint8_t *blk, uint8_t *g, int to_group) {
+// One row's super-block (blk, the file's layout) into the group's (g).
+static void pack_kblock(const p16k_fmt *k, int r, const uint8_t *blk, uint8_t *g) {
   uint8_t qh[64];
   size_t at = 0;
   for (int i = 0; i < k->n; i++) {
     const p16k_field *f = &k->f[i];
-    uint8_t *src = blk + f->at;
+    const uint8_t *src = blk + f->at;
     if (f->at == k->qh_at) {
-      if (to_group) qh6_move(src, qh, 1);
+      qh6_move((uint8_t *)src, qh, 1);
       src = qh;
     }
     if (f->half) {
-      if (to_group) memcpy(g + at + 2 * r, src, 2);
-      else memcpy(src, g + at + 2 * r, 2);
+      memcpy(g + at + 2 * r, src, 2);
       at += 32;
       continue;
     }
-    for (int c = 0; c < f->len / 4; c++) {
-      if (to_group) memcpy(g + at + 64 * c + 4 * r, src + 4 * c, 4);
-      else memcpy(src + 4 * c, g + at + 64 * c + 4 * r, 4);
-    }
+    for (int c = 0; c < f->len / 4; c++) memcpy(g + at + 64 * c + 4 * r, src + 4 * c, 4);
     at += 16 * (size_t)f->len;
-    if (!to_group && f->at == k->qh_at) qh6_move(blk + f->at, qh, 0);
   }
 }
 
@@ -128,37 +122,43 @@ static p16_at block_at(const p16_fmt *f, int64_t nb, int64_t b) {
 
 // qh (bit v: value v's fifth bit) <-> the packed order (byte j bit g: value
 // 4 g + j).
+// Bits 0, 4, 8, .., 28 of x to bits 0..7, and back.
+static uint32_t gather4(uint32_t x) {
+  x &= 0x11111111u;
+  x = (x | x >> 3) & 0x03030303u;
+  x = (x | x >> 6) & 0x000f000fu;
+  return (x | x >> 12) & 0xffu;
+}
+
+static uint32_t spread4(uint32_t b) {
+  uint32_t x = (b & 0x0fu) | (b & 0xf0u) << 12;
+  x = (x | x << 6) & 0x03030303u;
+  return (x | x << 3) & 0x11111111u;
+}
+
 static uint32_t qh_pack(uint32_t qh) {
   uint32_t o = 0;
-  for (int v = 0; v < 32; v++) o |= (qh >> v & 1u) << (8 * (v % 4) + v / 4);
+  for (int j = 0; j < 4; j++) o |= gather4(qh >> j) << (8 * j);
   return o;
 }
 
 static uint32_t qh_unpack(uint32_t q) {
   uint32_t o = 0;
-  for (int v = 0; v < 32; v++) o |= (q >> (8 * (v % 4) + v / 4) & 1u) << v;
+  for (int j = 0; j < 4; j++) o |= spread4(q >> (8 * j) & 0xffu) << j;
   return o;
 }
 
-// Moves one row's block between the file's layout (blk) and the group
-// (g): to_group 1 packs, 0 unpacks.
-static void move_block(const p16_fmt *f, const p16_at *at, int r, uint8_t *blk, uint8_t *g,
-                       int to_group) {
-#define MV(file, grp, len) (to_group ? memcpy((grp), (file), (len)) : memcpy((file), (grp), (len)))
-  MV(blk, g + at->d + 2 * r, 2);
-  if (f->m_at) MV(blk + f->m_at, g + at->m + 2 * r, 2);
-  for (int c = 0; c < f->chunks; c++) MV(blk + f->qs_at + 4 * c, g + at->qs + 64 * c + 4 * r, 4);
-#undef MV
-  if (!f->qh_at) return;
-  uint32_t q;
-  if (to_group) {
+// One row's block (blk, the file's layout) into the group (g).
+static void pack_block(const p16_fmt *f, const p16_at *at, int r, const uint8_t *blk,
+                       uint8_t *g) {
+  memcpy(g + at->d + 2 * r, blk, 2);
+  if (f->m_at) memcpy(g + at->m + 2 * r, blk + f->m_at, 2);
+  for (int c = 0; c < f->chunks; c++) memcpy(g + at->qs + 64 * c + 4 * r, blk + f->qs_at + 4 * c, 4);
+  if (f->qh_at) {
+    uint32_t q;
     memcpy(&q, blk + f->qh_at, 4);
     q = qh_pack(q);
     memcpy(g + at->qh + 4 * r, &q, 4);
-  } else {
-    memcpy(&q, g + at->qh + 4 * r, 4);
-    q = qh_unpack(q);
-    memcpy(blk + f->qh_at, &q, 4);
   }
 }
 
@@ -168,8 +168,8 @@ void wk_pack16_group(int type, int64_t k, const uint8_t *src, size_t row_bytes, 
   if (kfmt_of(type, &kf)) {
     for (int64_t b = 0; b < k / 256; b++)
       for (int r = 0; r < WK_PACK16_ROWS; r++)
-        move_kblock(&kf, r, (uint8_t *)src + (size_t)r * row_bytes + (size_t)(b * kf.bytes),
-                    dst + 16 * (size_t)(b * kf.bytes), 1);
+        pack_kblock(&kf, r, src + (size_t)r * row_bytes + (size_t)(b * kf.bytes),
+                    dst + 16 * (size_t)(b * kf.bytes));
     return;
   }
   if (!fmt_of(type, &f)) return;
@@ -177,25 +177,59 @@ void wk_pack16_group(int type, int64_t k, const uint8_t *src, size_t row_bytes, 
   for (int64_t b = 0; b < nb; b++) {
     const p16_at at = block_at(&f, nb, b);
     for (int r = 0; r < WK_PACK16_ROWS; r++)
-      move_block(&f, &at, r, (uint8_t *)src + (size_t)r * row_bytes + (size_t)(b * f.bytes), dst,
-                 1);
+      pack_block(&f, &at, r, src + (size_t)r * row_bytes + (size_t)(b * f.bytes), dst);
   }
 }
 
-void wk_pack16_row(int type, int64_t k, const uint8_t *group, int r, uint8_t *dst) {
+// The 16 rows' copies of one field: from the group (at, a 64-byte chunk
+// per 4 bytes, or 32 bytes for an f16) to each row's bytes at off.
+static void unpack_field(const uint8_t *g, size_t at, int len, int half, uint8_t *dst,
+                         size_t row_bytes, size_t off) {
+  if (half) {
+    for (int r = 0; r < WK_PACK16_ROWS; r++) memcpy(dst + r * row_bytes + off, g + at + 2 * r, 2);
+    return;
+  }
+  for (int c = 0; c < len / 4; c++)
+    for (int r = 0; r < WK_PACK16_ROWS; r++)
+      memcpy(dst + r * row_bytes + off + 4 * c, g + at + 64 * c + 4 * r, 4);
+}
+
+void wk_pack16_unpack(int type, int64_t k, const uint8_t *group, uint8_t *dst, size_t row_bytes) {
   p16_fmt f;
   p16k_fmt kf;
   if (kfmt_of(type, &kf)) {
-    for (int64_t b = 0; b < k / 256; b++)
-      move_kblock(&kf, r, dst + (size_t)(b * kf.bytes), (uint8_t *)group + 16 * (size_t)(b * kf.bytes),
-                  0);
+    for (int64_t b = 0; b < k / 256; b++) {
+      const uint8_t *g = group + 16 * (size_t)(b * kf.bytes);
+      size_t at = 0;
+      for (int i = 0; i < kf.n; i++) {
+        const p16k_field *fl = &kf.f[i];
+        unpack_field(g, at, fl->len, fl->half, dst, row_bytes, (size_t)(b * kf.bytes + fl->at));
+        at += fl->half ? 32 : 16 * (size_t)fl->len;
+      }
+      if (kf.qh_at >= 0)
+        for (int r = 0; r < WK_PACK16_ROWS; r++) {
+          uint8_t *q = dst + r * row_bytes + (size_t)(b * kf.bytes + kf.qh_at), tmp[64];
+          memcpy(tmp, q, 64);
+          qh6_move(q, tmp, 0);
+        }
+    }
     return;
   }
   if (!fmt_of(type, &f)) return;
   const int64_t nb = k / 32;
   for (int64_t b = 0; b < nb; b++) {
     const p16_at at = block_at(&f, nb, b);
-    move_block(&f, &at, r, dst + (size_t)(b * f.bytes), (uint8_t *)group, 0);
+    const size_t off = (size_t)(b * f.bytes);
+    unpack_field(group, at.d, 2, 1, dst, row_bytes, off);
+    if (f.m_at) unpack_field(group, at.m, 2, 1, dst, row_bytes, off + f.m_at);
+    unpack_field(group, at.qs, 4 * f.chunks, 0, dst, row_bytes, off + f.qs_at);
+    if (f.qh_at)
+      for (int r = 0; r < WK_PACK16_ROWS; r++) {
+        uint32_t q;
+        memcpy(&q, group + at.qh + 4 * r, 4);
+        q = qh_unpack(q);
+        memcpy(dst + r * row_bytes + off + f.qh_at, &q, 4);
+      }
   }
 }
 

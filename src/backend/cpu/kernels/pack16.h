@@ -58,9 +58,9 @@ int wk_pack16_type(int type);
 // group at dst (16 x row_bytes bytes; not overlapping src).
 void wk_pack16_group(int type, int64_t k, const uint8_t *src, size_t row_bytes, uint8_t *dst);
 
-// Row r (0..15) of the packed group at group, in the file's layout, to dst
-// (row_bytes bytes).
-void wk_pack16_row(int type, int64_t k, const uint8_t *group, int r, uint8_t *dst);
+// The 16 rows of the packed group at group back in the file's layout at
+// dst, dst + row_bytes, ...
+void wk_pack16_unpack(int type, int64_t k, const uint8_t *group, uint8_t *dst, size_t row_bytes);
 
 // The packed kernel of `type` (wk_gemm_fn's contract, with w a packed group
 // start and rows a multiple of 16; any n_tokens, WK_PACK16_MAX_TOKENS at a

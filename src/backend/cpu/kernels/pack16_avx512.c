@@ -110,26 +110,7 @@ AT AI void group(const int type, const int NT, const uint8_t *g, int64_t nb, con
   A16_UNROLL for (int t = 0; t < NT; t++) _mm512_storeu_ps(y + (size_t)t * ys, acc[t]);
 }
 
-#define P16_GEMM(T, TYPE)                                                                    \
-  AT static void T##_p16(const void *w, size_t ws, int64_t k, int rows, const void *xq,     \
-                      size_t xs, int n_tokens, float *y, size_t ys) {                        \
-    const uint8_t *x = xq;                                                                   \
-    for (int t0 = 0; t0 < n_tokens; t0 += WK_PACK16_MAX_TOKENS) {                            \
-      const int nt = n_tokens - t0 < WK_PACK16_MAX_TOKENS ? n_tokens - t0                    \
-                                                          : WK_PACK16_MAX_TOKENS;            \
-      const uint8_t *xt = x + (size_t)t0 * xs;                                               \
-      float *yt = y + (size_t)t0 * ys;                                                       \
-      for (int r = 0; r + WK_PACK16_ROWS <= rows; r += WK_PACK16_ROWS) {                    \
-        const uint8_t *g = (const uint8_t *)w + (size_t)r * ws;                              \
-        switch (nt) {                                                                        \
-          case 1: group(TYPE, 1, g, k / 32, xt, xs, yt + r, ys); break;                      \
-          case 2: group(TYPE, 2, g, k / 32, xt, xs, yt + r, ys); break;                      \
-          case 3: group(TYPE, 3, g, k / 32, xt, xs, yt + r, ys); break;                      \
-          default: group(TYPE, 4, g, k / 32, xt, xs, yt + r, ys); break;                     \
-        }                                                                                    \
-      }                                                                                      \
-    }                                                                                        \
-  }
+#define P16_GEMM(T, TYPE) P16_GEMM_OF(T, TYPE, group, 32)
 
 P16_GEMM(q4_0, WK_Q4_0)
 P16_GEMM(q4_1, WK_Q4_1)

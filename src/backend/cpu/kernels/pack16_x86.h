@@ -47,4 +47,28 @@ AT AI void ahead(const uint8_t *p, size_t len) {
   for (size_t o = 0; o < len; o += 64) _mm_prefetch((const char *)(p + a + o), _MM_HINT_T1);
 }
 
+// The wk_gemm_fn T##_p16 of TYPE: groups of 16 rows, WK_PACK16_MAX_TOKENS
+// tokens at a time, each through GROUP(TYPE, NT, group, blocks, x, x
+// stride, y, y stride) with NT a constant; BLK values a block.
+#define P16_GEMM_OF(T, TYPE, GROUP, BLK)                                                     \
+  AT static void T##_p16(const void *w, size_t ws, int64_t k, int rows, const void *xq,     \
+                         size_t xs, int n_tokens, float *y, size_t ys) {                     \
+    const uint8_t *x = xq;                                                                   \
+    for (int t0 = 0; t0 < n_tokens; t0 += WK_PACK16_MAX_TOKENS) {                            \
+      const int nt = n_tokens - t0 < WK_PACK16_MAX_TOKENS ? n_tokens - t0                    \
+                                                          : WK_PACK16_MAX_TOKENS;            \
+      const uint8_t *xt = x + (size_t)t0 * xs;                                               \
+      float *yt = y + (size_t)t0 * ys;                                                       \
+      for (int r = 0; r + WK_PACK16_ROWS <= rows; r += WK_PACK16_ROWS) {                    \
+        const uint8_t *g = (const uint8_t *)w + (size_t)r * ws;                              \
+        switch (nt) {                                                                        \
+          case 1: GROUP(TYPE, 1, g, k / BLK, xt, xs, yt + r, ys); break;                     \
+          case 2: GROUP(TYPE, 2, g, k / BLK, xt, xs, yt + r, ys); break;                     \
+          case 3: GROUP(TYPE, 3, g, k / BLK, xt, xs, yt + r, ys); break;                     \
+          default: GROUP(TYPE, 4, g, k / BLK, xt, xs, yt + r, ys); break;                    \
+        }                                                                                    \
+      }                                                                                      \
+    }                                                                                        \
+  }
+
 #endif
