@@ -373,7 +373,8 @@ static void test_matmul(wk_pool *pool) {
 }
 
 // The fast path: three matrices of different types sharing one input, run in
-// one pass, against double products of the reference-dequantized weights.
+// one pass, against double products of the reference-dequantized weights
+// (packed in 16-row groups where this CPU packs the type: cpu_mm_pack).
 // Float weights keep f32 activations (1e-5 of the magnitude); quantized ones
 // see 8-bit activations, so |error| <= sum_i |w_i| * amax(block of i) / 254
 // (rounding to the nearest of 255 levels) plus f32 noise, and the rms error
@@ -381,7 +382,7 @@ static void test_matmul(wk_pool *pool) {
 static void test_mm_fast(wk_pool *pool) {
   const int sets[][3] = {{WK_Q4_K, WK_Q5_0, WK_Q8_0}, {WK_Q4_1, WK_Q6_K, WK_F16},
                          {WK_F32, WK_BF16, WK_Q4_0}, {WK_Q5_K, WK_Q3_K, WK_Q5_1},
-                         {WK_FP8_E4M3, WK_FP8_E5M2, WK_IQ4_NL}};
+                         {WK_FP8_E4M3, WK_FP8_E5M2, WK_IQ4_NL}, {WK_IQ4_XS, WK_Q2_K, WK_Q6_K}};
   const int K = 512, rows[3] = {19, 40, 77}, tokens[] = {1, 5, 37};
   enum { TMAX = 37 };
   if (wk_kernel_best_level() < WK_LEVEL_AVX2) {  // (models there take the exact path)
@@ -391,6 +392,7 @@ static void test_mm_fast(wk_pool *pool) {
   }
   const int nth = wk_pool_size(pool);
   float *x = falloc((size_t)K * TMAX), *scratch = falloc((size_t)nth * cpu_matmul_scratch(K));
+  int n_packed = 0;
   for (size_t si = 0; si < sizeof sets / sizeof sets[0]; si++) {
     cpu_act act = {0};
     cpu_mm mm[3];
@@ -412,6 +414,9 @@ static void test_mm_fast(wk_pool *pool) {
       cpu_mm_plan(&mm[i], &w[i], false);
       CHECK(mm[i].fast, "type %s has no kernel", wk_type_get(type)->name);
       cpu_act_reserve(&act, &mm[i], TMAX);
+      uint64_t packed = 0;  // 16-row groups where this CPU packs the type (rows 19, 77: a tail)
+      WK_ASSERT(cpu_mm_pack(&mm[i], pool, false, &packed) == WICK_OK);
+      n_packed += mm[i].packed_rows > 0;
     }
     uint64_t bytes = 0;
     WK_ASSERT(cpu_act_alloc(&act, &bytes) == WICK_OK);
@@ -457,9 +462,11 @@ static void test_mm_fast(wk_pool *pool) {
               wk_type_get(type)->name, T, sqrt(e2 / b2));
       }
     }
-    for (int i = 0; i < 3; i++) wk_free((void *)w[i].data), wk_free(wd[i]), wk_free(y[i]);
+    for (int i = 0; i < 3; i++)
+      cpu_mm_free(&mm[i]), wk_free((void *)w[i].data), wk_free(wd[i]), wk_free(y[i]);
     cpu_act_free(&act);
   }
+  if (!n_packed) printf("skipped: packed 16-row groups (none without AVX-512 VNNI, or with WICK_PACK16=0)\n");
   wk_free(x), wk_free(scratch);
 }
 

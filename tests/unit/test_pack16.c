@@ -4,7 +4,7 @@
 //  - the packed layout is a permutation: every byte of the rows lands once
 //    (Q5, Q6_K: their high bits move within qh, so every set bit);
 //  - the packed kernel (where the CPU has AVX-512 VNNI) bit-identical to the
-//    16-bit-activation vec_dot on the original rows (Q4_K, Q6_K: within
+//    16-bit-activation vec_dot on the original rows (K-quants: within
 //    2e-6 of sum |w x|, f32 rounding in another order), for 1..9 tokens
 //    (token chunks of WK_PACK16_MAX_TOKENS), 16 / 32 / 48 rows, y's padding
 //    untouched;
@@ -25,11 +25,13 @@
 #include "test_util.h"
 
 static const int k_types[] = {WK_Q4_0, WK_Q4_1, WK_Q5_0, WK_Q5_1, WK_Q8_0, WK_IQ4_NL,
-                              WK_Q4_K, WK_Q6_K};
+                              WK_Q4_K, WK_Q5_K, WK_Q6_K, WK_IQ4_XS};
 static const int64_t k_sizes[] = {32, 96, 576, 640, 4096};
 static const int64_t k_sizes_k[] = {256, 768, 2048, 4096};
 
-static int is_k(int type) { return type == WK_Q4_K || type == WK_Q6_K; }
+static int is_k(int type) {
+  return type == WK_Q4_K || type == WK_Q5_K || type == WK_Q6_K || type == WK_IQ4_XS;
+}
 
 // sum_i |w_i| |x_i| of row w against the activations xq (their values d v).
 static double abs_dot(int type, const uint8_t *w, const uint8_t *xq, int64_t n) {
@@ -112,8 +114,9 @@ static void check_kernel(const wk_kernel *kr, wk_gemm_fn pg, int64_t n, int rows
   free(y);
 }
 
-// Every block: the largest codes (Q8_0: -128, IQ4_NL: nibble 0, -127; Q4_K:
-// 15 with scales and mins 63; Q6_K: 63 with scales -128) with d = m = 1,
+// Every block: the largest codes (Q8_0: -128, IQ4_NL: nibble 0, -127; Q4_K,
+// Q5_K: 15, 31 with scales and mins 63; Q6_K: 63 with scales -128; IQ4_XS:
+// nibble 0, -127, with scales -32) with d = m = 1,
 // so every product has the same sign as the activations below.
 static void extreme_rows(int type, int64_t n, int rows, uint8_t *w, size_t rb) {
   const uint16_t one = wk_f32_to_f16(1.0f);
@@ -122,10 +125,15 @@ static void extreme_rows(int type, int64_t n, int rows, uint8_t *w, size_t rb) {
   for (int r = 0; r < rows; r++)
     for (int64_t b = 0; b < n / blk; b++) {
       uint8_t *blk_p = w + r * rb + b * bytes;
-      if (type == WK_Q4_K) {  // codes 15, scales and mins 63, d = dmin = 1
-        memset(blk_p, 0xff, 144);
+      if (type == WK_Q4_K || type == WK_Q5_K) {  // codes 15 / 31, scales and mins 63, d = dmin = 1
+        memset(blk_p, 0xff, type == WK_Q4_K ? 144 : 176);
         memcpy(blk_p, &one, 2);
         memcpy(blk_p + 2, &one, 2);
+        continue;
+      }
+      if (type == WK_IQ4_XS) {  // nibble 0 (value -127), scales 0 (-32), d = 1
+        memset(blk_p, 0, 136);
+        memcpy(blk_p, &one, 2);
         continue;
       }
       if (type == WK_Q6_K) {  // codes 63 (value 31), scales -128, d = 1

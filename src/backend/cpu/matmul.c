@@ -288,10 +288,9 @@ int cpu_mm_pack(cpu_mm *mm, wk_pool *pool, bool mapped, uint64_t *acct) {
   // Not Q8_0: its packed kernel runs 2x the tile's speed in L2 but reads no
   // faster from memory (one thread 74-78% of the read passes against the
   // tile's 79-82%; Gemma 3's decode, mostly its Q8_0 output matrix, 3-8%
-  // slower). Not Q6_K: the integer GEMM's unpacking of its rearranged qh
-  // bits cost more of a prompt pass than its decode gains.
+  // slower).
   const int t = mm->w->type;
-  const wk_gemm_fn pg = t == WK_Q8_0 || t == WK_Q6_K ? NULL : wk_pack16_gemm(t);
+  const wk_gemm_fn pg = t == WK_Q8_0 ? NULL : wk_pack16_gemm(t);
   if (!pg) return WICK_OK;
   const size_t bytes = mm->row_bytes * (size_t)rows, gb = WK_PACK16_ROWS * mm->row_bytes;
   if (!(mm->packed = wk_malloc(bytes + 64))) return WICK_ERR_NOMEM;

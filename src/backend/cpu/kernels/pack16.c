@@ -46,6 +46,12 @@ static int kfmt_of(int type, p16k_fmt *k) {
     case WK_Q4_K:  // d dmin scales[12] qs[128]
       *k = (p16k_fmt){144, 4, {{0, 2, 1}, {2, 2, 1}, {4, 12, 0}, {16, 128, 0}}, -1};
       return 1;
+    case WK_Q5_K:  // d dmin scales[12] qh[32] qs[128]
+      *k = (p16k_fmt){176, 5, {{0, 2, 1}, {2, 2, 1}, {4, 12, 0}, {16, 32, 0}, {48, 128, 0}}, -1};
+      return 1;
+    case WK_IQ4_XS:  // d scales_h scales_l[4] qs[128]
+      *k = (p16k_fmt){136, 4, {{0, 2, 1}, {2, 2, 1}, {4, 4, 0}, {8, 128, 0}}, -1};
+      return 1;
     case WK_Q6_K:  // ql[128] qh[64] scales[16] d
       *k = (p16k_fmt){210, 4, {{208, 2, 1}, {192, 16, 0}, {0, 128, 0}, {128, 64, 0}}, 128};
       return 1;
@@ -59,24 +65,35 @@ static int kfmt_of(int type, p16k_fmt *k) {
 // 128 h + 64 + 4 i + k in its high ones (k = 0..3); byte k of the packed
 // qh's dword c / 2 holds, at bits 2 m, m = 2 (c % 2) + (high nibble), the
 // field of that value, so that one shift puts it at bits 4..5 of byte k.
-static int q6_value(int c, int m, int k) {
-  const int h = c / 16, i = c % 16;
-  return 128 * h + (m & 1) * 64 + 4 * i + k;
-}
-
-static void qh6_move(uint8_t *qh, uint8_t *out, int to_packed) {
-  uint8_t o[64] = {0};
-  for (int c = 0; c < 32; c++)
-    for (int m2 = 0; m2 < 2; m2++)
-      for (int k = 0; k < 4; k++) {
-        const int v = q6_value(c, m2, k), m = 2 * (c % 2) + m2;
-        const int fb = 32 * (v / 128) + v % 32, fs = 2 * (v % 128 / 32);
-        const int pb = 4 * (c / 2) + k, ps = 2 * m;
-        if (to_packed) o[pb] |= (uint8_t)((qh[fb] >> fs & 3) << ps);
-        else o[fb] |= (uint8_t)((out[pb] >> ps & 3) << fs);
+//
+// In dwords: file qh dword 8 h + 2 s + u (u = 0, 1; s = 0..3) and packed
+// dword 8 h + 4 t + s (t = 0, 1) trade their fields byte by byte: the file's
+// field (half, t) at bits 4 half + 2 t is the packed one's at 4 u + 2 half.
+// Each step below moves bits within their byte (masks per byte).
+#define Q6M(b) (0x01010101u * (b))
+static void qh6_move(const uint8_t *qh, uint8_t *out, int to_packed) {
+  uint32_t in[16], o[16];
+  memcpy(in, qh, 64);
+  for (int h = 0; h < 2; h++)
+    for (int s = 0; s < 4; s++) {
+      uint32_t *f0 = &o[8 * h + 2 * s], *f1 = f0 + 1, *p0 = &o[8 * h + s], *p1 = p0 + 4;
+      if (to_packed) {
+        const uint32_t F0 = in[8 * h + 2 * s], F1 = in[8 * h + 2 * s + 1];
+        *p0 = (F0 & Q6M(0x03)) | (F0 >> 2 & Q6M(0x0c)) | (F1 << 4 & Q6M(0x30)) |
+              (F1 << 2 & Q6M(0xc0));
+        *p1 = (F0 >> 2 & Q6M(0x03)) | (F0 >> 4 & Q6M(0x0c)) | (F1 << 2 & Q6M(0x30)) |
+              (F1 & Q6M(0xc0));
+      } else {
+        const uint32_t P0 = in[8 * h + s], P1 = in[8 * h + s + 4];
+        *f0 = (P0 & Q6M(0x03)) | (P1 << 2 & Q6M(0x0c)) | (P0 << 2 & Q6M(0x30)) |
+              (P1 << 4 & Q6M(0xc0));
+        *f1 = (P0 >> 4 & Q6M(0x03)) | (P1 >> 2 & Q6M(0x0c)) | (P0 >> 2 & Q6M(0x30)) |
+              (P1 & Q6M(0xc0));
       }
-  memcpy(to_packed ? out : qh, o, 64);
+    }
+  memcpy(out, o, 64);
 }
+#undef Q6M
 
 // One row's super-block (blk, the file's layout) into the group's (g).
 static void pack_kblock(const p16k_fmt *k, int r, const uint8_t *blk, uint8_t *g) {
@@ -86,7 +103,7 @@ static void pack_kblock(const p16k_fmt *k, int r, const uint8_t *blk, uint8_t *g
     const p16k_field *f = &k->f[i];
     const uint8_t *src = blk + f->at;
     if (f->at == k->qh_at) {
-      qh6_move((uint8_t *)src, qh, 1);
+      qh6_move(src, qh, 1);
       src = qh;
     }
     if (f->half) {
@@ -208,9 +225,8 @@ void wk_pack16_unpack(int type, int64_t k, const uint8_t *group, uint8_t *dst, s
       }
       if (kf.qh_at >= 0)
         for (int r = 0; r < WK_PACK16_ROWS; r++) {
-          uint8_t *q = dst + r * row_bytes + (size_t)(b * kf.bytes + kf.qh_at), tmp[64];
-          memcpy(tmp, q, 64);
-          qh6_move(q, tmp, 0);
+          uint8_t *q = dst + r * row_bytes + (size_t)(b * kf.bytes + kf.qh_at);
+          qh6_move(q, q, 0);
         }
     }
     return;

@@ -1,6 +1,6 @@
 // Weight rows repacked in groups of 16 for the AVX-512 VNNI decode kernels
 // of the 32-value block formats (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL) and
-// of Q4_K and Q6_K.
+// of Q4_K, Q5_K, Q6_K and IQ4_XS.
 //
 // Why: the file's layout keeps each row's blocks together, so a decode tile
 // that multiplies 8 rows at once spends most of its time moving bytes
@@ -33,6 +33,8 @@
 // f16 field as 16 f16 (32 bytes), the others as 4-byte chunks (chunk c: row
 // r's bytes 4 c .. 4 c + 3 at 4 r):
 //   Q4_K  d, dmin, scales (3 chunks), qs (32): 2304 bytes
+//   Q5_K  d, dmin, scales (3), qh (8), qs (32): 2816 bytes
+//   IQ4_XS  d, scales_h, scales_l (1), qs (32): 2176 bytes
 //   Q6_K  d, scales (4), ql (32), qh (16), qh rearranged per row so that
 //         chunk c of ql (low nibbles: values 128 h + 4 i + k, high: 128 h +
 //         64 + 4 i + k, c = 16 h + i) finds value k's 2 high bits in byte k
@@ -64,14 +66,14 @@ void wk_pack16_unpack(int type, int64_t k, const uint8_t *group, uint8_t *dst, s
 
 // The packed kernel of `type` (wk_gemm_fn's contract, with w a packed group
 // start and rows a multiple of 16; any n_tokens, WK_PACK16_MAX_TOKENS at a
-// time; the activations in WK_ACT_A16, or WK_ACT_A16K for Q4_K and Q6_K):
+// time; the activations in WK_ACT_A16, or WK_ACT_A16K for the K-quants):
 // the 32-value formats bit-identical to the 16-bit-activation kernels'
-// vec_dot on the same rows, Q4_K and Q6_K the same up to f32 rounding; NULL
+// vec_dot on the same rows, the K-quants the same up to f32 rounding; NULL
 // when the type has none or the CPU lacks AVX-512 F, BW, VL and VNNI.
 wk_gemm_fn wk_pack16_gemm(int type);
 
 // ---- shared by pack16*.c only ----
 wk_gemm_fn wk_pack16_avx512_find(int type);   // the 32-value formats
-wk_gemm_fn wk_pack16k_avx512_find(int type);  // Q4_K, Q6_K
+wk_gemm_fn wk_pack16k_avx512_find(int type);  // Q4_K, Q5_K, Q6_K, IQ4_XS
 
 #endif

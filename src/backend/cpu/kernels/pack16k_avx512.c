@@ -1,4 +1,5 @@
-// The packed decode kernels of the super-block formats Q4_K and Q6_K
+// The packed decode kernels of the super-block formats Q4_K, Q5_K, Q6_K and
+// IQ4_XS
 // (pack16.h) with AVX-512 VNNI: a group of 16 rows x 1..4 tokens, one int32
 // and one f32 lane a row, against WK_ACT_A16K activations.
 //
@@ -6,14 +7,15 @@
 // the 16 rows, vpdpbusd multiplies them with the activation's 4 lo or hi
 // bytes broadcast from memory, and each row's sub-block sum lands in its own
 // lane (hi sums first, then shifted left by 7 as the lo sums' start). Q4_K's
-// 32-value sub-blocks take 8 chunks (a chunk's low nibbles in sub-block 2 i,
-// its high ones in 2 i + 1, as in the file); Q6_K's 16-value ones 4 chunks,
+// and Q5_K's 32-value sub-blocks take 8 chunks (a chunk's low nibbles in
+// sub-block 2 i, its high ones in 2 i + 1, as in the file; Q5_K's fifth bits
+// by one shift and a masked or); Q6_K's 16-value ones 4 chunks,
 // the codes' high 2 bits from the rearranged qh by one shift and a masked
 // or. Scales: the rows' 6-bit (Q4_K) or int8 (Q6_K) sub-block scales are
 // taken out of their dwords a byte at a time (shifts and masks on 16 rows at
 // once) and go to f32; each sub-block's integer sum goes to f32 and
 // accumulates times its scale, and per super-block
-//   Q4_K  y += d dx sum_j sc_j S_j - dmin sum_j m_j (dx sum_j v)
+//   Q4_K, Q5_K  y += d dx sum_j sc_j S_j - dmin sum_j m_j (dx sum_j v)
 //   Q6_K  y += d (dx sum_j sc_j S_j - 32 sum_j sc_j (dx sum_j v))
 // with the activation's d (dx) and its per-16 sums s (= dx sum v). Results
 // are those of the 16-bit-activation vec_dot up to f32 rounding (other sums
@@ -42,9 +44,18 @@ AT AI __m512 byte_u(__m512i v, const int k) { return _mm512_cvtepi32_ps(byte_to(
 AT AI __m512 byte_s24(__m512i v, const int k) { return _mm512_cvtepi32_ps(byte_to(v, k, 3)); }
 
 // ---- Q4_K: d[16] dmin[16] | scales 3 chunks | qs 32 chunks (2304 bytes) -----
+// ---- Q5_K: d[16] dmin[16] | scales 3 chunks | qh 8 | qs 32 (2816 bytes) ------
+// Q5_K's qh is the file's: byte k of its dword i' (i' = 0..7) holds at bit
+// 2 i + half the fifth bit of value k of qs chunk 8 i + i' (half: its high
+// nibbles), so one shift puts it at bit 4.
 
-AT AI void q4k_block(const int NT, const uint8_t *G, int64_t nb, int64_t b, const uint8_t *xq,
-                     size_t xs, __m512 *y) {
+// qh's bit p (0..7) of each byte at bit 4 (other bits garbage).
+AT AI __m512i bit_to4(__m512i q, const int p) {
+  return p < 4 ? _mm512_slli_epi32(q, 4 - p) : p > 4 ? _mm512_srli_epi32(q, p - 4) : q;
+}
+
+AT AI void k45_block(const int type, const int NT, const uint8_t *G, int64_t nb, int64_t b,
+                     const uint8_t *xq, size_t xs, __m512 *y) {
   const __m512i d0 = _mm512_loadu_si512(G + 64), d1 = _mm512_loadu_si512(G + 128),
                 d2 = _mm512_loadu_si512(G + 192);
   const __m512i m6 = _mm512_set1_epi8(63), m4 = _mm512_set1_epi8(15), t2 = _mm512_set1_epi8(48);
@@ -54,7 +65,9 @@ AT AI void q4k_block(const int NT, const uint8_t *G, int64_t nb, int64_t b, cons
                                                t2, 0xf8);
   const __m512i mb = _mm512_ternarylogic_epi32(
       _mm512_and_si512(_mm512_srli_epi32(d2, 4), m4), _mm512_srli_epi32(d1, 2), t2, 0xf8);
-  const uint8_t *qs = G + 256;
+  const int q5 = type == WK_Q5_K;
+  const uint8_t *qh = G + 256, *qs = q5 ? G + 768 : G + 256;
+  const __m512i b4 = _mm512_set1_epi8(16);
   __m512 acc[WK_PACK16_MAX_TOKENS];
   A16_UNROLL for (int t = 0; t < NT; t++) acc[t] = _mm512_setzero_ps();
   A16_UNROLL for (int i = 0; i < 4; i++) {
@@ -62,11 +75,18 @@ AT AI void q4k_block(const int NT, const uint8_t *G, int64_t nb, int64_t b, cons
     A16_UNROLL for (int c = 0; c < 8; c++) {
       const __m512i raw = _mm512_loadu_si512(qs + 64 * (8 * i + c));
       lo[c] = _mm512_and_si512(raw, m4);
-      hi[c] = _mm512_andnot_si512(m4, raw);  // 16 x the code: the scale takes 1 / 16
+      if (q5) {  // + 16 where the fifth bit is set
+        const __m512i h = _mm512_loadu_si512(qh + 64 * c);
+        lo[c] = _mm512_ternarylogic_epi32(lo[c], bit_to4(h, 2 * i), b4, 0xf8);
+        hi[c] = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(raw, 4), m4),
+                                          bit_to4(h, 2 * i + 1), b4, 0xf8);
+      } else {
+        hi[c] = _mm512_andnot_si512(m4, raw);  // 16 x the code: the scale takes 1 / 16
+      }
     }
     const __m512 s0 = i < 2 ? byte_u(sa, 2 * i) : byte_u(sb, 2 * i - 4);
-    const __m512 s1 = _mm512_mul_ps(i < 2 ? byte_u(sa, 2 * i + 1) : byte_u(sb, 2 * i - 3),
-                                    _mm512_set1_ps(1.0f / 16));
+    __m512 s1 = i < 2 ? byte_u(sa, 2 * i + 1) : byte_u(sb, 2 * i - 3);
+    if (!q5) s1 = _mm512_mul_ps(s1, _mm512_set1_ps(1.0f / 16));
     A16_UNROLL for (int t = 0; t < NT; t++) {
       const int8_t *xl = (const int8_t *)(xq + (size_t)t * xs) +
                          wk_act16_bytes(WK_ACT_A16K, nb, b) + 64 * i;
@@ -152,17 +172,67 @@ AT AI void q6k_block(const int NT, const uint8_t *G, int64_t nb, int64_t b, cons
   }
 }
 
+// ---- IQ4_XS: d[16] scales_h[16] | scales_l 1 chunk | qs 32 chunks (2176) ----
+// Chunk 4 j + u of qs: sub-block j's values 4 u + k (low nibbles) and 16 +
+// 4 u + k (high), as in the file; codes go in as table value + 128 (128 x the
+// activation sum comes off); ls_j = its scales_l nibble | 2 bits of
+// scales_h << 4, the scale (ls_j - 32):
+//   y += d sum_j (ls_j - 32) (dx S_j - 128 (dx sum_j v))
+
+AT AI void iq4xs_block(const int NT, const uint8_t *G, int64_t nb, int64_t b,
+                       const uint8_t *xq, size_t xs, __m512 *y) {
+  const __m512i m4 = _mm512_set1_epi8(15), t2 = _mm512_set1_epi32(48);
+  const __m512i lut = _mm512_add_epi8(
+      _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)wk_kern_iq4nl_values)),
+      _mm512_set1_epi8((char)128));
+  const __m512i sh = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(G + 32)));
+  const __m512i sl = _mm512_loadu_si512(G + 64);
+  const uint8_t *qs = G + 128;
+  __m512 acc[WK_PACK16_MAX_TOKENS], off[WK_PACK16_MAX_TOKENS];
+  A16_UNROLL for (int t = 0; t < NT; t++) acc[t] = off[t] = _mm512_setzero_ps();
+  A16_UNROLL for (int j = 0; j < 8; j++) {
+    __m512i c[8];
+    A16_UNROLL for (int u = 0; u < 4; u++) {
+      const __m512i raw = _mm512_loadu_si512(qs + 64 * (4 * j + u));
+      c[u] = _mm512_shuffle_epi8(lut, _mm512_and_si512(raw, m4));
+      c[u + 4] = _mm512_shuffle_epi8(lut, _mm512_and_si512(_mm512_srli_epi16(raw, 4), m4));
+    }
+    const __m512i lo = _mm512_and_si512(_mm512_srli_epi32(sl, 4 * j), _mm512_set1_epi32(15));
+    const __m512i hi = 2 * j < 4 ? _mm512_slli_epi32(sh, 4 - 2 * j) : _mm512_srli_epi32(sh, 2 * j - 4);
+    const __m512 sc = _mm512_cvtepi32_ps(
+        _mm512_sub_epi32(_mm512_ternarylogic_epi32(lo, hi, t2, 0xf8), _mm512_set1_epi32(32)));
+    A16_UNROLL for (int t = 0; t < NT; t++) {
+      const wk_act16k *a = (const wk_act16k *)(xq + (size_t)t * xs) + b;
+      const int8_t *xl = (const int8_t *)(xq + (size_t)t * xs) +
+                         wk_act16_bytes(WK_ACT_A16K, nb, b) + 32 * j;
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(block_sum(c, xl, xl + 256)), sc, acc[t]);
+      off[t] = _mm512_fmadd_ps(sc, _mm512_set1_ps(a->s[2 * j] + a->s[2 * j + 1]), off[t]);
+    }
+  }
+  const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)G));
+  A16_UNROLL for (int t = 0; t < NT; t++) {
+    const wk_act16k *a = (const wk_act16k *)(xq + (size_t)t * xs) + b;
+    const __m512 p = _mm512_fmsub_ps(_mm512_set1_ps(a->d), acc[t],
+                                     _mm512_mul_ps(_mm512_set1_ps(128.0f), off[t]));
+    y[t] = _mm512_fmadd_ps(dw, p, y[t]);
+  }
+}
+
 // One group x NT tokens -> y[t * ys + r].
 AT AI void kgroup(const int type, const int NT, const uint8_t *g, int64_t nb, const uint8_t *xq,
                   size_t xs, float *y, size_t ys) {
-  const size_t sb = type == WK_Q4_K ? 2304 : 3360;  // a super-block of 16 rows
+  const size_t sb = 16 * (size_t)(type == WK_Q4_K   ? 144
+                                  : type == WK_Q5_K ? 176
+                                  : type == WK_Q6_K ? 210
+                                                    : 136);  // a super-block of 16 rows
   __m512 acc[WK_PACK16_MAX_TOKENS];
   A16_UNROLL for (int t = 0; t < NT; t++) acc[t] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; b++) {
     const uint8_t *G = g + (size_t)b * sb;
     ahead(G, sb);
-    if (type == WK_Q4_K) q4k_block(NT, G, nb, b, xq, xs, acc);
-    else q6k_block(NT, G, nb, b, xq, xs, acc);
+    if (type == WK_Q4_K || type == WK_Q5_K) k45_block(type, NT, G, nb, b, xq, xs, acc);
+    else if (type == WK_Q6_K) q6k_block(NT, G, nb, b, xq, xs, acc);
+    else iq4xs_block(NT, G, nb, b, xq, xs, acc);
   }
   A16_UNROLL for (int t = 0; t < NT; t++) _mm512_storeu_ps(y + (size_t)t * ys, acc[t]);
 }
@@ -170,11 +240,15 @@ AT AI void kgroup(const int type, const int NT, const uint8_t *g, int64_t nb, co
 #define P16K_GEMM(T, TYPE) P16_GEMM_OF(T, TYPE, kgroup, 256)
 
 P16K_GEMM(q4_k, WK_Q4_K)
+P16K_GEMM(q5_k, WK_Q5_K)
+P16K_GEMM(iq4_xs, WK_IQ4_XS)
 P16K_GEMM(q6_k, WK_Q6_K)
 
 wk_gemm_fn wk_pack16k_avx512_find(int type) {
   switch (type) {
     case WK_Q4_K: return q4_k_p16;
+    case WK_Q5_K: return q5_k_p16;
+    case WK_IQ4_XS: return iq4_xs_p16;
     case WK_Q6_K: return q6_k_p16;
     default: return NULL;
   }
