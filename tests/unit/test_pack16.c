@@ -25,12 +25,13 @@
 #include "test_util.h"
 
 static const int k_types[] = {WK_Q4_0, WK_Q4_1, WK_Q5_0, WK_Q5_1, WK_Q8_0, WK_IQ4_NL,
-                              WK_Q4_K, WK_Q5_K, WK_Q6_K, WK_IQ4_XS};
+                              WK_Q4_K, WK_Q5_K, WK_Q6_K, WK_IQ4_XS, WK_Q2_K};
 static const int64_t k_sizes[] = {32, 96, 576, 640, 4096};
 static const int64_t k_sizes_k[] = {256, 768, 2048, 4096};
 
 static int is_k(int type) {
-  return type == WK_Q4_K || type == WK_Q5_K || type == WK_Q6_K || type == WK_IQ4_XS;
+  return type == WK_Q2_K || type == WK_Q4_K || type == WK_Q5_K || type == WK_Q6_K ||
+         type == WK_IQ4_XS;
 }
 
 // sum_i |w_i| |x_i| of row w against the activations xq (their values d v).
@@ -115,7 +116,8 @@ static void check_kernel(const wk_kernel *kr, wk_gemm_fn pg, int64_t n, int rows
 }
 
 // Every block: the largest codes (Q8_0: -128, IQ4_NL: nibble 0, -127; Q4_K,
-// Q5_K: 15, 31 with scales and mins 63; Q6_K: 63 with scales -128; IQ4_XS:
+// Q5_K: 15, 31 with scales and mins 63; Q2_K: 3 with scales and mins 15;
+// Q6_K: 63 with scales -128; IQ4_XS:
 // nibble 0, -127, with scales -32) with d = m = 1,
 // so every product has the same sign as the activations below.
 static void extreme_rows(int type, int64_t n, int rows, uint8_t *w, size_t rb) {
@@ -129,6 +131,12 @@ static void extreme_rows(int type, int64_t n, int rows, uint8_t *w, size_t rb) {
         memset(blk_p, 0xff, type == WK_Q4_K ? 144 : 176);
         memcpy(blk_p, &one, 2);
         memcpy(blk_p + 2, &one, 2);
+        continue;
+      }
+      if (type == WK_Q2_K) {  // scales and mins 15, codes 3, d = dmin = 1
+        memset(blk_p, 0xff, 80);
+        memcpy(blk_p + 80, &one, 2);
+        memcpy(blk_p + 82, &one, 2);
         continue;
       }
       if (type == WK_IQ4_XS) {  // nibble 0 (value -127), scales 0 (-32), d = 1

@@ -95,27 +95,51 @@ static void dot4x2(const float *w, int64_t ldw, const float *xa, const float *xb
 // 2048, 4096 the padded rows ran 3-12% faster, Skylake-SP).
 static size_t buf_stride(int64_t k) { return (size_t)k + ((size_t)k % 1024 ? 0 : 16); }
 
+
 // Where the integer GEMM's thread scratch ends (bytes): packed matrices
 // unpack G16_ROWS rows there (at most 34 bytes a 32-value block).
 static size_t unpack_at(int64_t k) { return (wk_gemm16_scratch(k) + 63) / 64 * 64; }
 static size_t unpack_bytes(int64_t k) { return (size_t)G16_ROWS * ((size_t)k / 32 * 34); }
+// The same after the exact path's tile of f32 rows.
+static size_t exact_unpack_at(int64_t k) {
+  return (size_t)CPU_MATMUL_TILE * buf_stride(k) * sizeof(float);
+}
 
 size_t cpu_matmul_scratch(int64_t k) {
-  const size_t f32 = (size_t)CPU_MATMUL_TILE * buf_stride(k);
+  const size_t f32 = (exact_unpack_at(k) + unpack_bytes(k) + sizeof(float) - 1) / sizeof(float);
   const size_t g16 = (unpack_at(k) + unpack_bytes(k) + sizeof(float) - 1) / sizeof(float);
   return f32 > g16 ? f32 : g16;
 }
 
-// Exact path, rows [lo, hi) of w for every token: y[t * n + r]. Weight rows
-// are dequantized CPU_MATMUL_TILE at a time into buf (the AVX2 decoders where
-// avx2 and the type has one: the same values as the reference), then
+// Rows [s, s + n) (n <= 32, s a multiple of 16) of a matrix whose rows
+// [0, packed_rows) are packed (pack16.h), in the file's layout: the data
+// itself past packed_rows, else unpacked into rowbuf.
+static const unsigned char *file_rows(int type, int64_t k, const unsigned char *data,
+                                      size_t row_bytes, long packed_rows, long s, long n,
+                                      uint8_t *rowbuf) {
+  if (s >= packed_rows) return data + (size_t)s * row_bytes;
+  for (long r = s; r < s + n; r += WK_PACK16_ROWS) {
+    uint8_t *dst = rowbuf + (size_t)(r - s) * row_bytes;
+    if (r < packed_rows) {
+      wk_pack16_unpack(type, k, data + (size_t)r * row_bytes, dst, row_bytes);
+    } else {  // the rest: the file's layout
+      memcpy(dst, data + (size_t)r * row_bytes, (size_t)(s + n - r) * row_bytes);
+      break;
+    }
+  }
+  return rowbuf;
+}
+
+// Exact path, rows [lo, hi) of w (its bytes at data; rows [0, packed_rows)
+// packed, lo a multiple of 16 then) for every token: y[t * n + r]. Weight
+// rows are dequantized CPU_MATMUL_TILE at a time into buf (the AVX2 decoders
+// where avx2 and the type has one: the same values as the reference), then
 // multiplied with every token (AVX2 + FMA tiles where avx2, else the 4-wide
 // loops above).
-static void exact_rows(const wk_tensor *w, bool avx2, const float *x, int n_tokens, float *y,
-                       float *buf, long lo, long hi) {
+static void exact_rows(const wk_tensor *w, const unsigned char *data, long packed_rows, bool avx2,
+                       const float *x, int n_tokens, float *y, float *buf, long lo, long hi) {
   const int64_t k = w->ne[0], n = w->ne[1];
   const size_t row_bytes = wk_row_size(w->type, k);
-  const unsigned char *data = w->data;
   for (long r0 = lo; r0 < hi; r0 += CPU_MATMUL_TILE) {
     int nr = hi - r0 < CPU_MATMUL_TILE ? (int)(hi - r0) : CPU_MATMUL_TILE;
     const float *wt;
@@ -124,8 +148,10 @@ static void exact_rows(const wk_tensor *w, bool avx2, const float *x, int n_toke
       wt = (const float *)data + (size_t)r0 * (size_t)k;
     } else {
       if (avx2) ws = buf_stride(k);
+      const unsigned char *rows = file_rows(w->type, k, data, row_bytes, packed_rows, r0, nr,
+                                            (uint8_t *)buf + exact_unpack_at(k));
       for (int r = 0; r < nr; r++) {
-        const unsigned char *src = data + (size_t)(r0 + r) * row_bytes;
+        const unsigned char *src = rows + (size_t)r * row_bytes;
         float *dst = buf + (size_t)r * ws;
         int rc = avx2 ? wk_act16_dequant_row(w->type, src, dst, k) : WICK_ERR_UNSUPPORTED;
         if (rc != WICK_OK) rc = cpu_dequant_row(w->type, src, dst, k);
@@ -173,7 +199,8 @@ static void mm_run(void *ctx, int ith, int nth) {
   const mm_job *j = ctx;
   long lo, hi;
   wk_split((long)j->w->ne[1], ith, nth, CPU_MATMUL_TILE, &lo, &hi);
-  exact_rows(j->w, j->avx2, j->x, j->n_tokens, j->y, j->scratch + (size_t)ith * j->per_thread, lo,
+  exact_rows(j->w, j->w->data, 0, j->avx2, j->x, j->n_tokens, j->y,
+             j->scratch + (size_t)ith * j->per_thread, lo,
              hi);
 }
 
@@ -280,10 +307,8 @@ static void drop_pages(const void *p, size_t n) {
 int cpu_mm_pack(cpu_mm *mm, wk_pool *pool, bool mapped, uint64_t *acct) {
   const char *e = getenv("WICK_PACK16");
   const long rows = mm->w->ne[1], groups = rows / WK_PACK16_ROWS;
-  // only where every batch takes the packed kernel or the integer GEMM
   if ((e && e[0] == '0' && !e[1]) || !mm->fast ||
-      (mm->kr.act != WK_ACT_A16 && mm->kr.act != WK_ACT_A16K) ||
-      mm->g16_min > mm->f32_min || groups == 0)
+      (mm->kr.act != WK_ACT_A16 && mm->kr.act != WK_ACT_A16K) || groups == 0)
     return WICK_OK;
   // Not Q8_0: its packed kernel runs 2x the tile's speed in L2 but reads no
   // faster from memory (one thread 74-78% of the read passes against the
@@ -437,19 +462,8 @@ static void g16_packed(const cpu_mm *mm, const cpu_act *a, long r0, long r1, flo
   uint8_t *rowbuf = (uint8_t *)buf + unpack_at(a->k);
   for (long s = r0; s < r1; s += G16_ROWS) {
     const long e = s + G16_ROWS < r1 ? s + G16_ROWS : r1;
-    const unsigned char *src = mm->data + (size_t)s * mm->row_bytes;
-    if (s < mm->packed_rows) {  // s is a multiple of 16: whole groups (up to packed_rows)
-      for (long r = s; r < e; r += WK_PACK16_ROWS)
-        if (r < mm->packed_rows)
-          wk_pack16_unpack(mm->w->type, a->k, mm->data + (size_t)r * mm->row_bytes,
-                           rowbuf + (size_t)(r - s) * mm->row_bytes, mm->row_bytes);
-        else {  // the rest: the file's layout
-          memcpy(rowbuf + (size_t)(r - s) * mm->row_bytes, mm->data + (size_t)r * mm->row_bytes,
-                 (size_t)(e - r) * mm->row_bytes);
-          break;
-        }
-      src = rowbuf;
-    }
+    const unsigned char *src = file_rows(mm->w->type, a->k, mm->data, mm->row_bytes,
+                                         mm->packed_rows, s, e - s, rowbuf);
     wk_gemm16_run(&mm->g16, src, mm->row_bytes, a->k, (int)(e - s), a->buf[WK_ACT_A16],
                   cpu_act_row_size(WK_ACT_A16, a->k), a->n_tokens, y + s, (size_t)rows, buf);
   }
@@ -467,8 +481,8 @@ static void multi_chunk(const mm_multi *j, long c, float *buf) {
   const cpu_act *a = j->a;
   const int path = mm_path(mm, a->n_tokens);
   if (path == PATH_EXACT || path == PATH_F32) {
-    WK_ASSERT(!mm->packed);
-    exact_rows(mm->w, mm->avx2, a->x, a->n_tokens, j->y[i], buf, r0, r1);
+    exact_rows(mm->w, mm->data, mm->packed_rows, mm->avx2, a->x, a->n_tokens, j->y[i], buf, r0,
+               r1);
     return;
   }
   if (path == PATH_G16) {
@@ -541,9 +555,11 @@ void cpu_mm_run(wk_pool *pool, float *scratch, size_t scratch_per_thread, cpu_ac
     // from 122-126 to 129-131 (session 8); prefill measured the same.
     // The integer GEMM decodes strips of G16_ROWS rows: its chunks are
     // multiples of that.
-    const long al = mm_path(mm[i], a->n_tokens) == PATH_G16 ? G16_ROWS
-                    : mm[i]->packed                          ? WK_PACK16_ROWS
-                                                             : MM_ALIGN;
+    const int path = mm_path(mm[i], a->n_tokens);
+    const long al = path == PATH_G16                      ? G16_ROWS
+                    : mm[i]->packed && path == PATH_KERNEL ? WK_PACK16_ROWS
+                    : mm[i]->packed                       ? 2 * MM_ALIGN  // a multiple of 16
+                                                          : MM_ALIGN;
     long c = (rows + 4L * nth - 1) / (4L * nth);
     c = (c + al - 1) / al * al;
     j.home[i] = home_rows(rows, nth, a->n_tokens, al);

@@ -49,6 +49,9 @@ static int kfmt_of(int type, p16k_fmt *k) {
     case WK_Q5_K:  // d dmin scales[12] qh[32] qs[128]
       *k = (p16k_fmt){176, 5, {{0, 2, 1}, {2, 2, 1}, {4, 12, 0}, {16, 32, 0}, {48, 128, 0}}, -1};
       return 1;
+    case WK_Q2_K:  // scales[16] qs[64] d dmin
+      *k = (p16k_fmt){84, 4, {{80, 2, 1}, {82, 2, 1}, {0, 16, 0}, {16, 64, 0}}, -1};
+      return 1;
     case WK_IQ4_XS:  // d scales_h scales_l[4] qs[128]
       *k = (p16k_fmt){136, 4, {{0, 2, 1}, {2, 2, 1}, {4, 4, 0}, {8, 128, 0}}, -1};
       return 1;

@@ -1,6 +1,6 @@
 // Weight rows repacked in groups of 16 for the AVX-512 VNNI decode kernels
 // of the 32-value block formats (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL) and
-// of Q4_K, Q5_K, Q6_K and IQ4_XS.
+// of Q2_K, Q4_K, Q5_K, Q6_K and IQ4_XS.
 //
 // Why: the file's layout keeps each row's blocks together, so a decode tile
 // that multiplies 8 rows at once spends most of its time moving bytes
@@ -33,6 +33,7 @@
 // f16 field as 16 f16 (32 bytes), the others as 4-byte chunks (chunk c: row
 // r's bytes 4 c .. 4 c + 3 at 4 r):
 //   Q4_K  d, dmin, scales (3 chunks), qs (32): 2304 bytes
+//   Q2_K  d, dmin, scales (4), qs (16): 1344 bytes
 //   Q5_K  d, dmin, scales (3), qh (8), qs (32): 2816 bytes
 //   IQ4_XS  d, scales_h, scales_l (1), qs (32): 2176 bytes
 //   Q6_K  d, scales (4), ql (32), qh (16), qh rearranged per row so that
@@ -74,6 +75,6 @@ wk_gemm_fn wk_pack16_gemm(int type);
 
 // ---- shared by pack16*.c only ----
 wk_gemm_fn wk_pack16_avx512_find(int type);   // the 32-value formats
-wk_gemm_fn wk_pack16k_avx512_find(int type);  // Q4_K, Q5_K, Q6_K, IQ4_XS
+wk_gemm_fn wk_pack16k_avx512_find(int type);  // Q2_K, Q4_K, Q5_K, Q6_K, IQ4_XS
 
 #endif

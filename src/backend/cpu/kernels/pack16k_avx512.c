@@ -1,5 +1,5 @@
-// The packed decode kernels of the super-block formats Q4_K, Q5_K, Q6_K and
-// IQ4_XS
+// The packed decode kernels of the super-block formats Q2_K, Q4_K, Q5_K, Q6_K
+// and IQ4_XS
 // (pack16.h) with AVX-512 VNNI: a group of 16 rows x 1..4 tokens, one int32
 // and one f32 lane a row, against WK_ACT_A16K activations.
 //
@@ -172,6 +172,51 @@ AT AI void q6k_block(const int NT, const uint8_t *G, int64_t nb, int64_t b, cons
   }
 }
 
+// ---- Q2_K: d[16] dmin[16] | scales 4 chunks | qs 16 chunks (1344 bytes) -----
+// Chunk c = 8 n + 4 q + u of qs (bytes 4 c ..): its bits 2 j .. 2 j + 1 are
+// values 128 n + 32 j + 16 q + 4 u + k, so chunks 8 n + 4 q + (0..3) make
+// 16-value sub-block 8 n + 2 j + q for each j. Codes go in as raw & (3 <<
+// 2 j) = 4^j x the code (no shift), the scale as sc / 4^j (exact):
+//   y += d dx sum_s sc_s S_s - dmin sum_s m_s (dx sum_s v)
+
+AT AI void q2k_block(const int NT, const uint8_t *G, int64_t nb, int64_t b, const uint8_t *xq,
+                     size_t xs, __m512 *y) {
+  const __m512i m4 = _mm512_set1_epi8(15);
+  const uint8_t *qs = G + 320;
+  __m512 acc[WK_PACK16_MAX_TOKENS], mn[WK_PACK16_MAX_TOKENS];
+  A16_UNROLL for (int t = 0; t < NT; t++) acc[t] = mn[t] = _mm512_setzero_ps();
+  A16_UNROLL for (int n = 0; n < 2; n++) {
+    A16_UNROLL for (int q = 0; q < 2; q++) {
+      __m512i raw[4];
+      A16_UNROLL for (int u = 0; u < 4; u++) raw[u] = _mm512_loadu_si512(qs + 64 * (8 * n + 4 * q + u));
+      A16_UNROLL for (int j = 0; j < 4; j++) {
+        const int sb = 8 * n + 2 * j + q;  // the sub-block
+        __m512i c[4];
+        A16_UNROLL for (int u = 0; u < 4; u++)
+          c[u] = _mm512_and_si512(raw[u], _mm512_set1_epi8((char)(3 << (2 * j))));
+        const __m512i S = _mm512_loadu_si512(G + 64 + 64 * (sb / 4));
+        const __m512 sc = _mm512_mul_ps(byte_u(_mm512_and_si512(S, m4), sb % 4),
+                                        _mm512_set1_ps(1.0f / (float)(1 << (2 * j))));
+        const __m512 mf = byte_u(_mm512_and_si512(_mm512_srli_epi16(S, 4), m4), sb % 4);
+        A16_UNROLL for (int t = 0; t < NT; t++) {
+          const wk_act16k *a = (const wk_act16k *)(xq + (size_t)t * xs) + b;
+          const int8_t *xl = (const int8_t *)(xq + (size_t)t * xs) +
+                             wk_act16_bytes(WK_ACT_A16K, nb, b) + 16 * sb;
+          acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum16(c, xl, xl + 256)), sc, acc[t]);
+          mn[t] = _mm512_fmadd_ps(mf, _mm512_set1_ps(a->s[sb]), mn[t]);
+        }
+      }
+    }
+  }
+  const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)G));
+  const __m512 dmw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(G + 32)));
+  A16_UNROLL for (int t = 0; t < NT; t++) {
+    const wk_act16k *a = (const wk_act16k *)(xq + (size_t)t * xs) + b;
+    y[t] = _mm512_fmadd_ps(_mm512_mul_ps(dw, _mm512_set1_ps(a->d)), acc[t], y[t]);
+    y[t] = _mm512_fnmadd_ps(dmw, mn[t], y[t]);
+  }
+}
+
 // ---- IQ4_XS: d[16] scales_h[16] | scales_l 1 chunk | qs 32 chunks (2176) ----
 // Chunk 4 j + u of qs: sub-block j's values 4 u + k (low nibbles) and 16 +
 // 4 u + k (high), as in the file; codes go in as table value + 128 (128 x the
@@ -224,6 +269,7 @@ AT AI void kgroup(const int type, const int NT, const uint8_t *g, int64_t nb, co
   const size_t sb = 16 * (size_t)(type == WK_Q4_K   ? 144
                                   : type == WK_Q5_K ? 176
                                   : type == WK_Q6_K ? 210
+                                  : type == WK_Q2_K ? 84
                                                     : 136);  // a super-block of 16 rows
   __m512 acc[WK_PACK16_MAX_TOKENS];
   A16_UNROLL for (int t = 0; t < NT; t++) acc[t] = _mm512_setzero_ps();
@@ -232,6 +278,7 @@ AT AI void kgroup(const int type, const int NT, const uint8_t *g, int64_t nb, co
     ahead(G, sb);
     if (type == WK_Q4_K || type == WK_Q5_K) k45_block(type, NT, G, nb, b, xq, xs, acc);
     else if (type == WK_Q6_K) q6k_block(NT, G, nb, b, xq, xs, acc);
+    else if (type == WK_Q2_K) q2k_block(NT, G, nb, b, xq, xs, acc);
     else iq4xs_block(NT, G, nb, b, xq, xs, acc);
   }
   A16_UNROLL for (int t = 0; t < NT; t++) _mm512_storeu_ps(y + (size_t)t * ys, acc[t]);
@@ -242,6 +289,7 @@ AT AI void kgroup(const int type, const int NT, const uint8_t *g, int64_t nb, co
 P16K_GEMM(q4_k, WK_Q4_K)
 P16K_GEMM(q5_k, WK_Q5_K)
 P16K_GEMM(iq4_xs, WK_IQ4_XS)
+P16K_GEMM(q2_k, WK_Q2_K)
 P16K_GEMM(q6_k, WK_Q6_K)
 
 wk_gemm_fn wk_pack16k_avx512_find(int type) {
@@ -249,6 +297,7 @@ wk_gemm_fn wk_pack16k_avx512_find(int type) {
     case WK_Q4_K: return q4_k_p16;
     case WK_Q5_K: return q5_k_p16;
     case WK_IQ4_XS: return iq4_xs_p16;
+    case WK_Q2_K: return q2_k_p16;
     case WK_Q6_K: return q6_k_p16;
     default: return NULL;
   }
