@@ -34,7 +34,7 @@
 // r's bytes 4 c .. 4 c + 3 at 4 r):
 //   Q4_K  d, dmin, scales (3 chunks), qs (32): 2304 bytes
 //   Q2_K  d, dmin, scales (4), qs (16): 1344 bytes
-//   Q5_K  d, dmin, scales (3), qh (8), qs (32): 2816 bytes
+//   Q5_K  d, dmin, scales (3), qh (8, the file's bytes), qs (32): 2816 bytes
 //   IQ4_XS  d, scales_h, scales_l (1), qs (32): 2176 bytes
 //   Q6_K  d, scales (4), ql (32), qh (16), qh rearranged per row so that
 //         chunk c of ql (low nibbles: values 128 h + 4 i + k, high: 128 h +
@@ -50,8 +50,9 @@
 #include "backend/cpu/kernels/kernels.h"
 
 #define WK_PACK16_ROWS 16
-// Most tokens the packed kernels take a call (the decode path's batches
-// below the integer GEMM's minimum).
+// Tokens the packed kernels take at once (a call with more goes through
+// them this many at a time; the decode path's batches are below the integer
+// GEMM's minimum of 5 or 8).
 #define WK_PACK16_MAX_TOKENS 4
 
 // 1 when `type` has a packed layout.
