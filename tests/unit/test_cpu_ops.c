@@ -466,7 +466,8 @@ static void test_mm_fast(wk_pool *pool) {
       cpu_mm_free(&mm[i]), wk_free((void *)w[i].data), wk_free(wd[i]), wk_free(y[i]);
     cpu_act_free(&act);
   }
-  if (!n_packed) printf("skipped: packed 16-row groups (none without AVX-512 VNNI, or with WICK_PACK16=0)\n");
+  if (!n_packed)
+    printf("skipped: packed 16-row groups (none without AVX-512 VNNI, or with WICK_PACK16=0)\n");
   wk_free(x), wk_free(scratch);
 }
 

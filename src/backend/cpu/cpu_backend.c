@@ -14,17 +14,12 @@
 
 // ---- prepare ----
 
-// The 7 matrix plans of a layer.
-static void layer_mms(layer_mm *lm, cpu_mm **out) {
-  cpu_mm *ms[7] = {&lm->wq, &lm->wk, &lm->wv, &lm->wo, &lm->gate, &lm->up, &lm->down};
-  memcpy(out, ms, sizeof ms);
-}
-
+// The packed copies of every matrix plan (cpu_mm_pack).
 static void free_packed(cpu_ctx *c) {
-  cpu_mm *ms[7];
   for (int il = 0; c->lm && il < c->m->n_layers; il++) {
-    layer_mms(&c->lm[il], ms);
-    for (int i = 0; i < 7; i++) cpu_mm_free(ms[i]);
+    layer_mm *lm = &c->lm[il];
+    cpu_mm *ms[] = {&lm->wq, &lm->wk, &lm->wv, &lm->wo, &lm->gate, &lm->up, &lm->down};
+    for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++) cpu_mm_free(ms[i]);
   }
   cpu_mm_free(&c->out_mm);
 }
@@ -137,17 +132,14 @@ static int plan_matrices(cpu_ctx *c, wk_error *err) {
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
       cpu_mm_plan(all[i].mm, all[i].w, exact);
       cpu_act_reserve(&c->act, all[i].mm, T);
+      if (cpu_mm_pack(all[i].mm, c->pool, m->weights_mapped, &c->ws_bytes))
+        return wk_fail(err, WICK_ERR_NOMEM, "cpu: out of memory for packed weight rows");
     }
   }
   cpu_mm_plan(&c->out_mm, &m->output, exact);
   cpu_act_reserve(&c->act, &c->out_mm, c->p.max_logits);
-  int rc = cpu_mm_pack(&c->out_mm, c->pool, m->weights_mapped, &c->ws_bytes);
-  for (int il = 0; il < m->n_layers && rc == WICK_OK; il++) {
-    cpu_mm *ms[7];
-    layer_mms(&c->lm[il], ms);
-    for (int i = 0; i < 7 && rc == WICK_OK; i++) rc = cpu_mm_pack(ms[i], c->pool, m->weights_mapped, &c->ws_bytes);
-  }
-  if (rc) return wk_fail(err, rc, "cpu: out of memory for packed weight rows");
+  if (cpu_mm_pack(&c->out_mm, c->pool, m->weights_mapped, &c->ws_bytes))
+    return wk_fail(err, WICK_ERR_NOMEM, "cpu: out of memory for packed weight rows");
   if (cpu_act_alloc(&c->act, &c->ws_bytes))
     return wk_fail(err, WICK_ERR_NOMEM, "cpu: out of memory for converted activations "
                    "(%d tokens a batch)", T);

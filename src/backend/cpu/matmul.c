@@ -319,7 +319,7 @@ int cpu_mm_pack(cpu_mm *mm, wk_pool *pool, bool mapped, uint64_t *acct) {
   if (!pg) return WICK_OK;
   const size_t bytes = mm->row_bytes * (size_t)rows, gb = WK_PACK16_ROWS * mm->row_bytes;
   if (!(mm->packed = wk_malloc(bytes + 64))) return WICK_ERR_NOMEM;
-  *acct += bytes;
+  if (!mapped) *acct += bytes;  // mapped: it takes the place of the file's pages
   uint8_t *dst = (uint8_t *)(((uintptr_t)mm->packed + 63) & ~(uintptr_t)63);
   // in slices of ~16 MB, each slice's file pages dropped once packed (the
   // copy never holds much more than one slice twice)
@@ -327,7 +327,8 @@ int cpu_mm_pack(cpu_mm *mm, wk_pool *pool, bool mapped, uint64_t *acct) {
   for (long g0 = 0; g0 < groups; g0 += per) {
     pack_job j = {mm, dst, g0, g0 + per < groups ? g0 + per : groups};
     wk_pool_run(pool, pack_run, &j);
-    if (mapped) drop_pages((const uint8_t *)mm->w->data + (size_t)g0 * gb, (size_t)(j.g1 - g0) * gb);
+    if (mapped)
+      drop_pages((const uint8_t *)mm->w->data + (size_t)g0 * gb, (size_t)(j.g1 - g0) * gb);
   }
   // rows past the last whole group stay as they are
   memcpy(dst + (size_t)groups * gb, (const uint8_t *)mm->w->data + (size_t)groups * gb,

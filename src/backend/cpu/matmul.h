@@ -89,16 +89,15 @@ typedef struct cpu_mm {
 // Picks the path of w: fast when !exact and the kernel table has w's type
 // (and k is a multiple of its blocks), else exact.
 void cpu_mm_plan(cpu_mm *mm, const wk_tensor *w, bool exact);
-// On AVX-512 VNNI CPUs, for the fast path's matrices of Q4_0, Q4_1, Q5_0,
-// Q5_1, IQ4_NL, Q2_K, Q4_K, Q5_K, Q6_K and IQ4_XS with at least 16 rows (not Q8_0:
-// matmul.c says why): a copy of the matrix with its whole 16-row groups packed for
-// the decode kernels (kernels/pack16.h: 1.3-1.6x their speed with rows in L2), which the
-// products read from then on (the integer GEMM and the f32 path unpack 32
-// rows at a time into their scratch); its bytes are added to *acct. mapped: the weights lie
-// in a read-only private file mapping, whose pages under the matrix are then
-// dropped (madvise; read again from the file only if something else reads
-// them), so the copy does not double the memory. WICK_PACK16=0 in the
-// environment keeps the file's layout. WICK_ERR_NOMEM, else WICK_OK.
+// On AVX-512 VNNI CPUs, for the fast path's matrices of Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q2_K,
+// Q4_K, Q5_K, Q6_K and IQ4_XS with at least 16 rows (not Q8_0: matmul.c says why): a copy of the
+// matrix with its whole 16-row groups packed for the decode kernels (kernels/pack16.h: 1.3-1.6x
+// their speed with rows in L2), which the products read from then on (the integer GEMM and the
+// f32 path unpack 32 rows at a time into their scratch). mapped: the weights lie in a read-only
+// private file mapping, whose pages under the matrix are then dropped (madvise; read again from
+// the file only if something else reads them), so the copy takes their place; else its bytes are
+// added to *acct. WICK_PACK16=0 in the environment keeps the file's layout. WICK_ERR_NOMEM, else
+// WICK_OK.
 int cpu_mm_pack(cpu_mm *mm, wk_pool *pool, bool mapped, uint64_t *acct);
 void cpu_mm_free(cpu_mm *mm);
 // Bit (1 << wk_act_fmt) of the converted activations mm reads; 0 when it

@@ -119,7 +119,8 @@ static void pack_kblock(const p16k_fmt *k, int r, const uint8_t *blk, uint8_t *g
   }
 }
 
-int wk_pack16_type(int type) {
+// 1 when `type` has a packed layout.
+static int pack16_type(int type) {
   p16_fmt f;
   p16k_fmt k;
   return fmt_of(type, &f) || kfmt_of(type, &k);
@@ -173,7 +174,8 @@ static void pack_block(const p16_fmt *f, const p16_at *at, int r, const uint8_t 
                        uint8_t *g) {
   memcpy(g + at->d + 2 * r, blk, 2);
   if (f->m_at) memcpy(g + at->m + 2 * r, blk + f->m_at, 2);
-  for (int c = 0; c < f->chunks; c++) memcpy(g + at->qs + 64 * c + 4 * r, blk + f->qs_at + 4 * c, 4);
+  for (int c = 0; c < f->chunks; c++)
+    memcpy(g + at->qs + 64 * c + 4 * r, blk + f->qs_at + 4 * c, 4);
   if (f->qh_at) {
     uint32_t q;
     memcpy(&q, blk + f->qh_at, 4);
@@ -253,7 +255,7 @@ void wk_pack16_unpack(int type, int64_t k, const uint8_t *group, uint8_t *dst, s
 }
 
 wk_gemm_fn wk_pack16_gemm(int type) {
-  if (!wk_pack16_type(type) || wk_kernel_best_level() < WK_LEVEL_AVX512) return NULL;
+  if (!pack16_type(type) || wk_kernel_best_level() < WK_LEVEL_AVX512) return NULL;
   const wk_gemm_fn g = wk_pack16_avx512_find(type);
   return g ? g : wk_pack16k_avx512_find(type);
 }

@@ -55,9 +55,6 @@
 // GEMM's minimum of 5 or 8).
 #define WK_PACK16_MAX_TOKENS 4
 
-// 1 when `type` has a packed layout.
-int wk_pack16_type(int type);
-
 // Rows src, src + row_bytes, .. (16 of them, k values each) into one packed
 // group at dst (16 x row_bytes bytes; not overlapping src).
 void wk_pack16_group(int type, int64_t k, const uint8_t *src, size_t row_bytes, uint8_t *dst);

@@ -50,9 +50,7 @@ AT AI void codes(const int type, const uint8_t *qs, const uint8_t *qh, __m512i *
     c[j + 4] = _mm512_and_si512(_mm512_srli_epi16(raw, 4), lo4);
   }
   if (type == WK_IQ4_NL) {
-    const __m512i lut =
-        _mm512_add_epi8(_mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)wk_kern_iq4nl_values)),
-                        _mm512_set1_epi8((char)128));
+    const __m512i lut = iq4_lut128();
     A16_UNROLL for (int j = 0; j < 8; j++) c[j] = _mm512_shuffle_epi8(lut, c[j]);
   }
   if (p16_has_qh(type)) {  // byte i bit j of a row's qh: value 4 j + i's fifth bit, to bit 4

@@ -14,6 +14,13 @@ AT AI __m512i bc4(const int8_t *p) {
   return _mm512_set1_epi32(v);
 }
 
+// The 16 IQ4_NL / IQ4_XS table values + 128 (unsigned codes) in every
+// 128-bit lane, for vpshufb.
+AT AI __m512i iq4_lut128(void) {
+  const __m128i t = _mm_loadu_si128((const __m128i *)wk_kern_iq4nl_values);
+  return _mm512_add_epi8(_mm512_broadcast_i32x4(t), _mm512_set1_epi8((char)128));
+}
+
 // Every row's block sum: code vectors c[0..7] against lo bytes xl and hi
 // bytes xh (32 each).
 AT AI __m512i block_sum(const __m512i *c, const int8_t *xl, const int8_t *xh) {

@@ -35,8 +35,9 @@
 // other bytes 0 (one vpshufb).
 AT AI __m512i byte_to(__m512i v, const int k, const int to) {
   const char z = (char)0x80, b = (char)k;
-  const __m128i i = to == 0 ? _mm_setr_epi8(b, z, z, z, b + 4, z, z, z, b + 8, z, z, z, b + 12, z, z, z)
-                            : _mm_setr_epi8(z, z, z, b, z, z, z, b + 4, z, z, z, b + 8, z, z, z, b + 12);
+  const __m128i i =
+      to == 0 ? _mm_setr_epi8(b, z, z, z, b + 4, z, z, z, b + 8, z, z, z, b + 12, z, z, z)
+              : _mm_setr_epi8(z, z, z, b, z, z, z, b + 4, z, z, z, b + 8, z, z, z, b + 12);
   return _mm512_shuffle_epi8(v, _mm512_broadcast_i32x4(i));
 }
 // Byte k of every dword as f32: unsigned, or signed times 2^24 (exact).
@@ -188,7 +189,8 @@ AT AI void q2k_block(const int NT, const uint8_t *G, int64_t nb, int64_t b, cons
   A16_UNROLL for (int n = 0; n < 2; n++) {
     A16_UNROLL for (int q = 0; q < 2; q++) {
       __m512i raw[4];
-      A16_UNROLL for (int u = 0; u < 4; u++) raw[u] = _mm512_loadu_si512(qs + 64 * (8 * n + 4 * q + u));
+      A16_UNROLL for (int u = 0; u < 4; u++)
+        raw[u] = _mm512_loadu_si512(qs + 64 * (8 * n + 4 * q + u));
       A16_UNROLL for (int j = 0; j < 4; j++) {
         const int sb = 8 * n + 2 * j + q;  // the sub-block
         __m512i c[4];
@@ -227,9 +229,7 @@ AT AI void q2k_block(const int NT, const uint8_t *G, int64_t nb, int64_t b, cons
 AT AI void iq4xs_block(const int NT, const uint8_t *G, int64_t nb, int64_t b,
                        const uint8_t *xq, size_t xs, __m512 *y) {
   const __m512i m4 = _mm512_set1_epi8(15), t2 = _mm512_set1_epi32(48);
-  const __m512i lut = _mm512_add_epi8(
-      _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)wk_kern_iq4nl_values)),
-      _mm512_set1_epi8((char)128));
+  const __m512i lut = iq4_lut128();
   const __m512i sh = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(G + 32)));
   const __m512i sl = _mm512_loadu_si512(G + 64);
   const uint8_t *qs = G + 128;
@@ -243,7 +243,7 @@ AT AI void iq4xs_block(const int NT, const uint8_t *G, int64_t nb, int64_t b,
       c[u + 4] = _mm512_shuffle_epi8(lut, _mm512_and_si512(_mm512_srli_epi16(raw, 4), m4));
     }
     const __m512i lo = _mm512_and_si512(_mm512_srli_epi32(sl, 4 * j), _mm512_set1_epi32(15));
-    const __m512i hi = 2 * j < 4 ? _mm512_slli_epi32(sh, 4 - 2 * j) : _mm512_srli_epi32(sh, 2 * j - 4);
+    const __m512i hi = bit_to4(sh, 2 * j);  // its 2 bits at 4..5
     const __m512 sc = _mm512_cvtepi32_ps(
         _mm512_sub_epi32(_mm512_ternarylogic_epi32(lo, hi, t2, 0xf8), _mm512_set1_epi32(32)));
     A16_UNROLL for (int t = 0; t < NT; t++) {
