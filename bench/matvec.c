@@ -364,7 +364,7 @@ static void bench_type(int type, const int64_t shape[2], const options *o, wk_po
   for (int64_t r = 0; r < n; r++)
     if (r < 64) wk_quantize_row(type, x + (r % o->tokens) * k, w + (size_t)r * rb, k);
     else memcpy(w + (size_t)r * rb, w + (size_t)(r % 64) * rb, rb);
-  const wk_gemm_fn pg = o->packed ? wk_pack16_gemm(type) : NULL;
+  const wk_gemm_fn pg = o->packed && wk_pack16_fits(type, k) ? wk_pack16_gemm(type) : NULL;
   if (pg) {  // copy 0's whole groups packed (the rest stays as it is)
     uint8_t *tmp = wk_malloc(16 * rb);
     for (int64_t r = 0; tmp && r + 16 <= n; r += 16) {

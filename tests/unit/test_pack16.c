@@ -9,7 +9,10 @@
 //    (token chunks of WK_PACK16_MAX_TOKENS), 16 / 32 / 48 rows, y's padding
 //    untouched;
 //  - extreme blocks (largest codes times scale 1 against activations at full
-//    range), where the block sums come closest to int32's range.
+//    range), where the block sums come closest to int32's range;
+//  - F16, BF16, FP8 E4M3 / E5M2: the same layout checks, and the kernel
+//    against sum w x in f64 within 1e-5 of sum |w x| on rows of random codes
+//    (every finite F16 and FP8 code) and quantized random values.
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -17,6 +20,7 @@
 #include <string.h>
 
 #include "backend/cpu/kernels/act16.h"
+#include "backend/cpu/kernels/kernels.h"
 #include "backend/cpu/kernels/pack16.h"
 #include "base/fp.h"
 #include "quant/quant.h"
@@ -196,11 +200,110 @@ static void check_type(int type, uint64_t *seed) {
   }
 }
 
+// ---- the float types: F16, BF16, FP8 against f32 activations ---------------
+
+static const int k_float_types[] = {WK_F16, WK_BF16, WK_FP8_E4M3, WK_FP8_E5M2};
+static const int64_t k_sizes_f[] = {128, 640, 4096};
+
+static int is_fp8(int type) { return type == WK_FP8_E4M3 || type == WK_FP8_E5M2; }
+
+// Row r: random values through the quantizer (even r), or random codes
+// (odd r: every finite F16 code, every FP8 code but the non-finite ones;
+// BF16 exponents 100..140, so that products stay finite).
+static void float_row(int type, uint64_t *seed, int r, int64_t n, float *x, uint8_t *w) {
+  if (r % 2 == 0) {
+    fill_random(seed, x, n, 1);
+    CHECK(wk_quantize_row(type, x, w, n) == WICK_OK);
+    return;
+  }
+  if (is_fp8(type)) {
+    for (int64_t b = 0; b < n / 128; b++) {
+      uint8_t *blk = w + 132 * b;
+      const float sc = (float)(0.001 + rng_uniform(seed));
+      memcpy(blk, &sc, 4);
+      for (int i = 0; i < 128; i++) {
+        uint8_t c;
+        do c = (uint8_t)(rng_next(seed) >> 24);
+        while (type == WK_FP8_E4M3 ? (c & 0x7f) == 0x7f : (c & 0x7c) == 0x7c);
+        blk[4 + i] = c;
+      }
+    }
+    return;
+  }
+  for (int64_t i = 0; i < n; i++) {
+    uint16_t h;
+    if (type == WK_F16) {
+      do h = (uint16_t)(rng_next(seed) >> 16);
+      while ((h & 0x7c00) == 0x7c00);
+    } else {
+      const uint16_t e = (uint16_t)(100 + rng_next(seed) % 41);
+      h = (uint16_t)((rng_next(seed) >> 48 & 0x807f) | e << 7);
+    }
+    memcpy(w + 2 * i, &h, 2);
+  }
+}
+
+// The packed kernel against sum w x in f64 (the weights by the dequantizer),
+// within 1e-5 of sum |w x|, for 1..9 tokens; y's padding untouched.
+static void check_float_kernel(int type, wk_gemm_fn pg, int64_t n, int rows, const uint8_t *w,
+                               const uint8_t *p, size_t rb, const float *x, const uint8_t *xq,
+                               size_t xb) {
+  const size_t ys = rows + 3;
+  float *y = malloc(sizeof(float) * ys * MAXT), *wd = malloc(sizeof(float) * n);
+  for (int nt = 1; nt <= MAXT; nt++) {
+    for (size_t i = 0; i < ys * MAXT; i++) y[i] = NAN;
+    pg(p, rb, n, rows, xq, xb, nt, y, ys);
+    int same = 1, pad = 1;
+    for (int t = 0; t < MAXT; t++)
+      for (size_t r = 0; r < ys; r++) {
+        if (t >= nt || r >= (size_t)rows) {
+          pad &= isnan(y[t * ys + r]);
+          continue;
+        }
+        CHECK(wk_dequantize_row(type, w + r * rb, wd, n) == WICK_OK);
+        double ref = 0, mag = 0;
+        for (int64_t i = 0; i < n; i++) {
+          ref += (double)wd[i] * x[t * n + i];
+          mag += fabs((double)wd[i] * x[t * n + i]);
+        }
+        same &= fabs(ref - y[t * ys + r]) <= 1e-5 * mag + 1e-30;
+      }
+    if (!same) fprintf(stderr, "type %d n %ld rows %d tokens %d\n", type, (long)n, rows, nt);
+    CHECK(same);
+    CHECK(pad);
+  }
+  free(y), free(wd);
+}
+
+static void check_float_type(int type, uint64_t *seed) {
+  wk_kernel kr;
+  CHECK(wk_kernel_pick(type, WK_LEVEL_AUTO, &kr) == WICK_OK);
+  const wk_gemm_fn pg = wk_pack16_gemm(type);
+  for (size_t si = 0; si < sizeof k_sizes_f / sizeof k_sizes_f[0]; si++) {
+    const int64_t n = k_sizes_f[si];
+    CHECK(wk_pack16_fits(type, n));
+    const size_t rb = wk_row_size(type, n), xb = wk_act_row_size(kr.act, n);
+    uint8_t *w = malloc(rb * MAXROWS), *p = malloc(rb * MAXROWS), *xq = malloc(xb * MAXT);
+    float *x = malloc(sizeof(float) * n * MAXT);
+    for (int r = 0; r < MAXROWS; r++) float_row(type, seed, r, n, x, w + r * rb);
+    fill_random(seed, x, n * MAXT, 1);
+    for (int t = 0; t < MAXT; t++) kr.quantize_act(x + t * n, xq + t * xb, n);
+    check_layout(type, n, MAXROWS, w, p, rb);
+    if (pg)
+      for (int rows = 16; rows <= MAXROWS; rows += 16)
+        check_float_kernel(type, pg, n, rows, w, p, rb, x, xq, xb);
+    free(w), free(p), free(xq), free(x);
+  }
+  CHECK(!wk_pack16_fits(type, is_fp8(type) ? 192 : 48));  // not a whole block
+}
+
 int main(void) {
   uint64_t seed = 0x9ac16;
   if (!wk_pack16_gemm(WK_Q4_0))
     printf("skipped: packed kernels (this CPU lacks AVX-512 VNNI); layout checks run\n");
   for (size_t i = 0; i < sizeof k_types / sizeof k_types[0]; i++) check_type(k_types[i], &seed);
+  for (size_t i = 0; i < sizeof k_float_types / sizeof k_float_types[0]; i++)
+    check_float_type(k_float_types[i], &seed);
   if (g_failures) {
     fprintf(stderr, "%d check(s) failed\n", g_failures);
     return 1;

@@ -26,16 +26,19 @@ static int fmt_of(int type, p16_fmt *f) {
   }
 }
 
-// ---- super-blocks (256 values) --------------------------------------------
-// A super-block of the group: its fields in order, each either one f16 a
-// row (32 bytes) or 4-byte chunks (64 bytes each: row r's 4 bytes at 4 r).
+// ---- super-blocks (256 values) and the float types -------------------------
+// A block of the group: its fields in order, each as chunks of `unit` bytes
+// (16 x unit bytes each: row r's bytes unit c .. unit c + unit - 1 at unit r):
+// unit 2 for an f16 field (one chunk of 32 bytes) and F16 values, 4 for the
+// rest.
 typedef struct p16k_field {
   int at, len;  // offset and bytes in the file's block
-  int half;     // 1: an f16 (len 2)
+  int unit;     // bytes a row in a chunk (2 or 4)
 } p16k_field;
 
 typedef struct p16k_fmt {
   int bytes;
+  int vals;  // values a block
   int n;
   p16k_field f[5];
   int qh_at;  // Q6_K's qh (rearranged before chunking), else -1
@@ -44,19 +47,30 @@ typedef struct p16k_fmt {
 static int kfmt_of(int type, p16k_fmt *k) {
   switch (type) {
     case WK_Q4_K:  // d dmin scales[12] qs[128]
-      *k = (p16k_fmt){144, 4, {{0, 2, 1}, {2, 2, 1}, {4, 12, 0}, {16, 128, 0}}, -1};
+      *k = (p16k_fmt){144, 256, 4, {{0, 2, 2}, {2, 2, 2}, {4, 12, 4}, {16, 128, 4}}, -1};
       return 1;
     case WK_Q5_K:  // d dmin scales[12] qh[32] qs[128]
-      *k = (p16k_fmt){176, 5, {{0, 2, 1}, {2, 2, 1}, {4, 12, 0}, {16, 32, 0}, {48, 128, 0}}, -1};
+      *k = (p16k_fmt){
+          176, 256, 5, {{0, 2, 2}, {2, 2, 2}, {4, 12, 4}, {16, 32, 4}, {48, 128, 4}}, -1};
       return 1;
     case WK_Q2_K:  // scales[16] qs[64] d dmin
-      *k = (p16k_fmt){84, 4, {{80, 2, 1}, {82, 2, 1}, {0, 16, 0}, {16, 64, 0}}, -1};
+      *k = (p16k_fmt){84, 256, 4, {{80, 2, 2}, {82, 2, 2}, {0, 16, 4}, {16, 64, 4}}, -1};
       return 1;
     case WK_IQ4_XS:  // d scales_h scales_l[4] qs[128]
-      *k = (p16k_fmt){136, 4, {{0, 2, 1}, {2, 2, 1}, {4, 4, 0}, {8, 128, 0}}, -1};
+      *k = (p16k_fmt){136, 256, 4, {{0, 2, 2}, {2, 2, 2}, {4, 4, 4}, {8, 128, 4}}, -1};
       return 1;
     case WK_Q6_K:  // ql[128] qh[64] scales[16] d
-      *k = (p16k_fmt){210, 4, {{208, 2, 1}, {192, 16, 0}, {0, 128, 0}, {128, 64, 0}}, 128};
+      *k = (p16k_fmt){210, 256, 4, {{208, 2, 2}, {192, 16, 4}, {0, 128, 4}, {128, 64, 4}}, 128};
+      return 1;
+    case WK_F16:  // 32 values, a column's 16 rows a chunk
+      *k = (p16k_fmt){64, 32, 1, {{0, 64, 2}}, -1};
+      return 1;
+    case WK_BF16:  // 32 values, two columns a chunk
+      *k = (p16k_fmt){64, 32, 1, {{0, 64, 4}}, -1};
+      return 1;
+    case WK_FP8_E4M3:
+    case WK_FP8_E5M2:  // f32 scale, 128 codes
+      *k = (p16k_fmt){132, 128, 2, {{0, 4, 4}, {4, 128, 4}}, -1};
       return 1;
     default: return 0;
   }
@@ -109,12 +123,8 @@ static void pack_kblock(const p16k_fmt *k, int r, const uint8_t *blk, uint8_t *g
       qh6_move(src, qh, 1);
       src = qh;
     }
-    if (f->half) {
-      memcpy(g + at + 2 * r, src, 2);
-      at += 32;
-      continue;
-    }
-    for (int c = 0; c < f->len / 4; c++) memcpy(g + at + 64 * c + 4 * r, src + 4 * c, 4);
+    const int u = f->unit;
+    for (int c = 0; c < f->len / u; c++) memcpy(g + at + 16 * u * c + u * r, src + u * c, u);
     at += 16 * (size_t)f->len;
   }
 }
@@ -188,7 +198,7 @@ void wk_pack16_group(int type, int64_t k, const uint8_t *src, size_t row_bytes, 
   p16_fmt f;
   p16k_fmt kf;
   if (kfmt_of(type, &kf)) {
-    for (int64_t b = 0; b < k / 256; b++)
+    for (int64_t b = 0; b < k / kf.vals; b++)
       for (int r = 0; r < WK_PACK16_ROWS; r++)
         pack_kblock(&kf, r, src + (size_t)r * row_bytes + (size_t)(b * kf.bytes),
                     dst + 16 * (size_t)(b * kf.bytes));
@@ -203,30 +213,26 @@ void wk_pack16_group(int type, int64_t k, const uint8_t *src, size_t row_bytes, 
   }
 }
 
-// The 16 rows' copies of one field: from the group (at, a 64-byte chunk
-// per 4 bytes, or 32 bytes for an f16) to each row's bytes at off.
-static void unpack_field(const uint8_t *g, size_t at, int len, int half, uint8_t *dst,
+// The 16 rows' copies of one field: from the group (at, chunks of 16 x unit
+// bytes) to each row's bytes at off.
+static void unpack_field(const uint8_t *g, size_t at, int len, int unit, uint8_t *dst,
                          size_t row_bytes, size_t off) {
-  if (half) {
-    for (int r = 0; r < WK_PACK16_ROWS; r++) memcpy(dst + r * row_bytes + off, g + at + 2 * r, 2);
-    return;
-  }
-  for (int c = 0; c < len / 4; c++)
+  for (int c = 0; c < len / unit; c++)
     for (int r = 0; r < WK_PACK16_ROWS; r++)
-      memcpy(dst + r * row_bytes + off + 4 * c, g + at + 64 * c + 4 * r, 4);
+      memcpy(dst + r * row_bytes + off + unit * c, g + at + 16 * unit * c + unit * r, unit);
 }
 
 void wk_pack16_unpack(int type, int64_t k, const uint8_t *group, uint8_t *dst, size_t row_bytes) {
   p16_fmt f;
   p16k_fmt kf;
   if (kfmt_of(type, &kf)) {
-    for (int64_t b = 0; b < k / 256; b++) {
+    for (int64_t b = 0; b < k / kf.vals; b++) {
       const uint8_t *g = group + 16 * (size_t)(b * kf.bytes);
       size_t at = 0;
       for (int i = 0; i < kf.n; i++) {
         const p16k_field *fl = &kf.f[i];
-        unpack_field(g, at, fl->len, fl->half, dst, row_bytes, (size_t)(b * kf.bytes + fl->at));
-        at += fl->half ? 32 : 16 * (size_t)fl->len;
+        unpack_field(g, at, fl->len, fl->unit, dst, row_bytes, (size_t)(b * kf.bytes + fl->at));
+        at += 16 * (size_t)fl->len;
       }
       if (kf.qh_at >= 0)
         for (int r = 0; r < WK_PACK16_ROWS; r++) {
@@ -241,9 +247,9 @@ void wk_pack16_unpack(int type, int64_t k, const uint8_t *group, uint8_t *dst, s
   for (int64_t b = 0; b < nb; b++) {
     const p16_at at = block_at(&f, nb, b);
     const size_t off = (size_t)(b * f.bytes);
-    unpack_field(group, at.d, 2, 1, dst, row_bytes, off);
-    if (f.m_at) unpack_field(group, at.m, 2, 1, dst, row_bytes, off + f.m_at);
-    unpack_field(group, at.qs, 4 * f.chunks, 0, dst, row_bytes, off + f.qs_at);
+    unpack_field(group, at.d, 2, 2, dst, row_bytes, off);
+    if (f.m_at) unpack_field(group, at.m, 2, 2, dst, row_bytes, off + f.m_at);
+    unpack_field(group, at.qs, 4 * f.chunks, 4, dst, row_bytes, off + f.qs_at);
     if (f.qh_at)
       for (int r = 0; r < WK_PACK16_ROWS; r++) {
         uint32_t q;
@@ -254,8 +260,15 @@ void wk_pack16_unpack(int type, int64_t k, const uint8_t *group, uint8_t *dst, s
   }
 }
 
+int wk_pack16_fits(int type, int64_t k) {
+  p16_fmt f;
+  p16k_fmt kf;
+  return fmt_of(type, &f) ? k % 32 == 0 : kfmt_of(type, &kf) ? k % kf.vals == 0 : 0;
+}
+
 wk_gemm_fn wk_pack16_gemm(int type) {
   if (!pack16_type(type) || wk_kernel_best_level() < WK_LEVEL_AVX512) return NULL;
-  const wk_gemm_fn g = wk_pack16_avx512_find(type);
-  return g ? g : wk_pack16k_avx512_find(type);
+  wk_gemm_fn g = wk_pack16_avx512_find(type);
+  if (!g) g = wk_pack16k_avx512_find(type);
+  return g ? g : wk_pack16f_avx512_find(type);
 }

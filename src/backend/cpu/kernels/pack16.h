@@ -1,6 +1,6 @@
 // Weight rows repacked in groups of 16 for the AVX-512 VNNI decode kernels
-// of the 32-value block formats (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL) and
-// of Q2_K, Q4_K, Q5_K, Q6_K and IQ4_XS.
+// of the 32-value block formats (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL), of
+// Q2_K, Q4_K, Q5_K, Q6_K and IQ4_XS, and of F16, BF16 and FP8.
 //
 // Why: the file's layout keeps each row's blocks together, so a decode tile
 // that multiplies 8 rows at once spends most of its time moving bytes
@@ -40,6 +40,13 @@
 //         chunk c of ql (low nibbles: values 128 h + 4 i + k, high: 128 h +
 //         64 + 4 i + k, c = 16 h + i) finds value k's 2 high bits in byte k
 //         of qh's dword c / 2 at bits 2 m, m = 2 (c % 2) + (high): 3360 bytes
+// The float types go by blocks the same way, as 2-byte (F16) or 4-byte
+// chunks of 16 rows:
+//   F16   32 values: chunk c (32 bytes) = column c of the 16 rows (1024 bytes)
+//   BF16  32 values: chunk c (64 bytes) = columns 2 c, 2 c + 1 of row r as a
+//         dword at 4 r (1024 bytes)
+//   FP8   the f32 scales (64 bytes), then 32 chunks of codes (row r's codes
+//         4 c .. 4 c + 3 at 4 r): 2112 bytes a block of 128
 // Rows past the last whole group stay in the file's layout.
 #ifndef WICK_BACKEND_CPU_KERNELS_PACK16_H
 #define WICK_BACKEND_CPU_KERNELS_PACK16_H
@@ -55,6 +62,11 @@
 // GEMM's minimum of 5 or 8).
 #define WK_PACK16_MAX_TOKENS 4
 
+// 1 when rows of k values of `type` have a packed layout (k a multiple of its
+// block: 32 values for the 32-value formats, F16 and BF16, 256 for the
+// K-quants, 128 for FP8).
+int wk_pack16_fits(int type, int64_t k);
+
 // Rows src, src + row_bytes, .. (16 of them, k values each) into one packed
 // group at dst (16 x row_bytes bytes; not overlapping src).
 void wk_pack16_group(int type, int64_t k, const uint8_t *src, size_t row_bytes, uint8_t *dst);
@@ -65,14 +77,16 @@ void wk_pack16_unpack(int type, int64_t k, const uint8_t *group, uint8_t *dst, s
 
 // The packed kernel of `type` (wk_gemm_fn's contract, with w a packed group
 // start and rows a multiple of 16; any n_tokens, WK_PACK16_MAX_TOKENS at a
-// time; the activations in WK_ACT_A16, or WK_ACT_A16K for the K-quants):
-// the 32-value formats bit-identical to the 16-bit-activation kernels'
-// vec_dot on the same rows, the K-quants the same up to f32 rounding; NULL
-// when the type has none or the CPU lacks AVX-512 F, BW, VL and VNNI.
+// time; the activations in WK_ACT_A16, WK_ACT_A16K for the K-quants, the
+// kernel table's for the float types: WK_ACT_F32, FP8 WK_ACT_F32S): the
+// 32-value formats bit-identical to the 16-bit-activation kernels' vec_dot
+// on the same rows, the rest the same up to f32 rounding; NULL when the type
+// has none or the CPU lacks AVX-512 F, BW, VL and VNNI.
 wk_gemm_fn wk_pack16_gemm(int type);
 
 // ---- shared by pack16*.c only ----
 wk_gemm_fn wk_pack16_avx512_find(int type);   // the 32-value formats
 wk_gemm_fn wk_pack16k_avx512_find(int type);  // Q2_K, Q4_K, Q5_K, Q6_K, IQ4_XS
+wk_gemm_fn wk_pack16f_avx512_find(int type);  // F16, BF16, FP8
 
 #endif
