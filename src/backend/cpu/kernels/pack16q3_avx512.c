@@ -123,8 +123,8 @@ wk_gemm_fn wk_pack16q3_avx512_find(int type) { return type == WK_Q3_K ? q3_k_p16
 
 // ---- packing and unpacking, 16 rows at once: a row's 27 dwords (the file's
 // bytes 0..107) transposed into 27 vectors of a dword a row, then
-// pack16q3.h's moves (gathers and scatters instead of the transposes read
-// and wrote 2.6x slower, Zen 4) -----------------------------------------
+// pack16q3.h's moves (scatters in place of the transposes unpacked 2.4x
+// slower, Zen 4) ---------------------------------------------------------
 
 AT AI __m512i q3_shift(__m512i v, const int s) {
   return s >= 0 ? _mm512_slli_epi32(v, (unsigned)s) : _mm512_srli_epi32(v, (unsigned)-s);
@@ -227,7 +227,7 @@ AT void wk_pack16q3_avx512_unpack(int64_t k, const uint8_t *group, uint8_t *dst,
     __m512i F[32], P[Q3_DWORDS];
     A16_UNROLL for (int i = 0; i < 9; i++) A16_UNROLL for (int u = 0; u < 3; u++)
       P[3 * i + u] = _mm512_loadu_si512(G + q3_chunk(&at, i, u));
-    A16_UNROLL for (int f = 0; f < 32; f++) F[f] = _mm512_setzero_si512();
+    A16_UNROLL for (int f = 0; f < 16; f++) F[f] = F[16 + f] = _mm512_setzero_si512();
     q3_moves(F, P, 0);
     q3_rows_store(F, d, row_bytes);
     for (int r = 0; r < WK_PACK16_ROWS; r++) memcpy(d + r * row_bytes + 108, G + at.d + 2 * r, 2);
