@@ -33,6 +33,9 @@
 // (act16.h), which the fast path's decode steps use for every quantized type
 // but Q3_K; without it, the kernel table's 8-bit-activation kernels
 // (kernels.h), the decode path of Q3_K (and of Q2_K under WICK_ACT8=1).
+// --packed: the packed kernels (pack16.h) where a type has one, on the
+// activations they take (wk_pack16_act: Q3_K's the 8-bit ones), the other
+// types as --act16.
 #include <immintrin.h>
 #include <math.h>
 #include <stdatomic.h>
@@ -330,7 +333,9 @@ static mv_result measure(wk_pool *pool, const mm_job *job, const wk_kernel *rk,
 
 static void bench_type(int type, const int64_t shape[2], const options *o, wk_pool *pools[]) {
   wk_kernel kr;
-  if (!(o->act16 && wk_act16_pick(type, o->level, &kr) == WICK_OK) &&
+  // --packed Q3_K: the 8-bit activations its packed kernel takes
+  const int act8 = o->packed && wk_pack16_act(type) == WK_ACT_Q8K;
+  if (!(o->act16 && !act8 && wk_act16_pick(type, o->level, &kr) == WICK_OK) &&
       wk_kernel_pick(type, o->level, &kr) != WICK_OK)
     return;
   int64_t k = shape[0], n = shape[1];

@@ -1,6 +1,7 @@
 // Test driver for tests/python/test_act8_k.py: one matrix product through
 // the CPU backend's fast path, as the forward pass runs it (cpu_mm_plan,
-// cpu_act_*, cpu_mm_run on a thread pool).
+// cpu_mm_pack: 16-row groups packed where this CPU packs the type, cpu_act_*,
+// cpu_mm_run on a thread pool).
 //
 //   cpu_matvec_driver TYPE K N TOKENS THREADS < weights x > out
 //
@@ -46,9 +47,11 @@ int main(int argc, char **argv) {
   wk_tensor wt = {"w", w, type, 2, {k, n, 1, 1}, row * (size_t)n};
   cpu_mm mm;
   cpu_mm_plan(&mm, &wt, false);
+  uint64_t bytes = 0;
+  if (cpu_mm_pack(&mm, pool, false, &bytes) != WICK_OK)
+    return 1;
   cpu_act act = {0};
   cpu_act_reserve(&act, &mm, tokens);
-  uint64_t bytes = 0;
   if (cpu_act_alloc(&act, &bytes) != WICK_OK)
     return 1;
   cpu_act_set(&act, x, tokens, k);
@@ -60,6 +63,7 @@ int main(int argc, char **argv) {
   fwrite(head, sizeof head, 1, stdout);
   fwrite(y, sizeof(float) * (size_t)n, (size_t)tokens, stdout);
   cpu_act_free(&act);
+  cpu_mm_free(&mm);
   wk_pool_destroy(pool);
   free(scratch);
   free(w);

@@ -2,10 +2,14 @@
 //  - packing then unpacking every row gives back the file's bytes, for every
 //    type with a packed layout and row lengths with an odd block count;
 //  - the packed layout is a permutation: every byte of the rows lands once
-//    (Q5, Q6_K: their high bits move within qh, so every set bit);
+//    (Q5, Q6_K: their high bits move within qh, Q3_K: its code and scale
+//    bits between bytes, so every set bit); ctest's test_pack16_avx2 runs
+//    these on the packing of CPUs below AVX-512 (Q3_K: a row at a time,
+//    where AVX-512 CPUs pack 16 rows at once);
 //  - the packed kernel (where the CPU has AVX-512 VNNI) bit-identical to the
 //    16-bit-activation vec_dot on the original rows (K-quants: within
-//    2e-6 of sum |w x|, f32 rounding in another order), for 1..9 tokens
+//    2e-6 of sum |w x|, f32 rounding in another order; Q3_K against the
+//    8-bit-activation vec_dot, as it runs on WK_ACT_Q8K), for 1..9 tokens
 //    (token chunks of WK_PACK16_MAX_TOKENS), 16 / 32 / 48 rows, y's padding
 //    untouched;
 //  - extreme blocks (largest codes times scale 1 against activations at full
@@ -29,13 +33,13 @@
 #include "test_util.h"
 
 static const int k_types[] = {WK_Q4_0, WK_Q4_1, WK_Q5_0, WK_Q5_1, WK_Q8_0, WK_IQ4_NL,
-                              WK_Q4_K, WK_Q5_K, WK_Q6_K, WK_IQ4_XS, WK_Q2_K};
+                              WK_Q4_K, WK_Q5_K, WK_Q6_K, WK_IQ4_XS, WK_Q2_K, WK_Q3_K};
 static const int64_t k_sizes[] = {32, 96, 576, 640, 4096};
 static const int64_t k_sizes_k[] = {256, 768, 2048, 4096};
 
 static int is_k(int type) {
-  return type == WK_Q2_K || type == WK_Q4_K || type == WK_Q5_K || type == WK_Q6_K ||
-         type == WK_IQ4_XS;
+  return type == WK_Q2_K || type == WK_Q3_K || type == WK_Q4_K || type == WK_Q5_K ||
+         type == WK_Q6_K || type == WK_IQ4_XS;
 }
 
 // sum_i |w_i| |x_i| of row w against the activations xq (their values d v).
@@ -45,7 +49,10 @@ static double abs_dot(int type, const uint8_t *w, const uint8_t *xq, int64_t n) 
   double s = 0;
   for (int64_t i = 0; i < n; i++) {
     double x;
-    if (is_k(type)) {
+    if (type == WK_Q3_K) {
+      const wk_act_q8k *a = (const wk_act_q8k *)xq + i / 256;
+      x = a->d * a->q[i % 256];
+    } else if (is_k(type)) {
       const wk_act16k *a = (const wk_act16k *)xq + i / 256;
       x = a->d * a->v[wk_act16k_pos((int)(i % 256))];
     } else {
@@ -73,9 +80,9 @@ static void check_layout(int type, int64_t n, int rows, const uint8_t *w, uint8_
     same &= memcmp(back, w + g * rb, 16 * rb) == 0;
   }
   CHECK(same);
-  // a permutation within each group: byte histograms equal (Q5, Q6_K: their
-  // high bits move within bytes, so the count of set bits)
-  const int q5 = type == WK_Q5_0 || type == WK_Q5_1 || type == WK_Q6_K;
+  // a permutation within each group: byte histograms equal (Q5, Q6_K, Q3_K:
+  // their bits move within and between bytes, so the count of set bits)
+  const int q5 = type == WK_Q5_0 || type == WK_Q5_1 || type == WK_Q6_K || type == WK_Q3_K;
   for (int g = 0; g + 16 <= rows; g += 16) {
     size_t ha[256] = {0}, hb[256] = {0}, bits_a = 0, bits_b = 0;
     for (size_t i = 0; i < 16 * rb; i++) {
@@ -122,7 +129,8 @@ static void check_kernel(const wk_kernel *kr, wk_gemm_fn pg, int64_t n, int rows
 // Every block: the largest codes (Q8_0: -128, IQ4_NL: nibble 0, -127; Q4_K,
 // Q5_K: 15, 31 with scales and mins 63; Q2_K: 3 with scales and mins 15;
 // Q6_K: 63 with scales -128; IQ4_XS:
-// nibble 0, -127, with scales -32) with d = m = 1,
+// nibble 0, -127, with scales -32; Q3_K: scales -32 with codes 0 (value -4)
+// in even super-blocks, 7 (value 3) in odd ones) with d = m = 1,
 // so every product has the same sign as the activations below.
 static void extreme_rows(int type, int64_t n, int rows, uint8_t *w, size_t rb) {
   const uint16_t one = wk_f32_to_f16(1.0f);
@@ -148,6 +156,12 @@ static void extreme_rows(int type, int64_t n, int rows, uint8_t *w, size_t rb) {
         memcpy(blk_p, &one, 2);
         continue;
       }
+      if (type == WK_Q3_K) {  // codes 0 / 7, scales 0 (-32), d = 1
+        memset(blk_p, b % 2 ? 0xff : 0x00, 96);
+        memset(blk_p + 96, 0, 12);
+        memcpy(blk_p + 108, &one, 2);
+        continue;
+      }
       if (type == WK_Q6_K) {  // codes 63 (value 31), scales -128, d = 1
         memset(blk_p, 0xff, 192);
         memset(blk_p + 192, 0x80, 16);
@@ -162,15 +176,18 @@ static void extreme_rows(int type, int64_t n, int rows, uint8_t *w, size_t rb) {
 }
 
 static void check_type(int type, uint64_t *seed) {
-  wk_kernel kr;
-  CHECK(wk_act16_pick(type, WK_LEVEL_AUTO, &kr) == WICK_OK);
+  wk_kernel kr;  // the decode kernels of the packed kernel's activations
+  CHECK((wk_pack16_act(type) == WK_ACT_Q8K ? wk_kernel_pick(type, WK_LEVEL_AUTO, &kr)
+                                           : wk_act16_pick(type, WK_LEVEL_AUTO, &kr)) == WICK_OK);
   const wk_gemm_fn pg = wk_pack16_gemm(type);
   const int64_t *sizes = is_k(type) ? k_sizes_k : k_sizes;
   const size_t n_sizes = is_k(type) ? sizeof k_sizes_k / sizeof k_sizes_k[0]
                                     : sizeof k_sizes / sizeof k_sizes[0];
   for (size_t si = 0; si < n_sizes; si++) {
     const int64_t n = sizes[si];
-    const size_t rb = wk_row_size(type, n), xb = wk_act16_row_size(kr.act, n);
+    const size_t rb = wk_row_size(type, n);
+    const size_t xb = kr.act == WK_ACT_Q8K ? wk_act_row_size(kr.act, n)
+                                           : wk_act16_row_size(kr.act, n);
     uint8_t *w = malloc(rb * MAXROWS), *p = malloc(rb * MAXROWS), *xq = malloc(xb * MAXT);
     float *x = malloc(sizeof(float) * n);
     for (int r = 0; r < MAXROWS; r++) {

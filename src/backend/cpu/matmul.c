@@ -307,10 +307,10 @@ static void drop_pages(const void *p, size_t n) {
 int cpu_mm_pack(cpu_mm *mm, wk_pool *pool, bool mapped, uint64_t *acct) {
   const char *e = getenv("WICK_PACK16");
   const long rows = mm->w->ne[1], groups = rows / WK_PACK16_ROWS;
-  const int a = mm->kr.act;
+  // only where the decode kernels take the packed kernel's activations (not
+  // the WICK_ACT8 A/B runs' other format)
   if ((e && e[0] == '0' && !e[1]) || !mm->fast || groups == 0 ||
-      (a != WK_ACT_A16 && a != WK_ACT_A16K && a != WK_ACT_F32 && a != WK_ACT_F32S) ||
-      !wk_pack16_fits(mm->w->type, mm->w->ne[0]))
+      mm->kr.act != wk_pack16_act(mm->w->type) || !wk_pack16_fits(mm->w->type, mm->w->ne[0]))
     return WICK_OK;
   // Not Q8_0: its packed kernel runs 2x the tile's speed in L2 but reads no
   // faster from memory (one thread 74-78% of the read passes against the

@@ -4,6 +4,8 @@
 
 #include <string.h>
 
+#include "backend/cpu/kernels/act16.h"
+#include "backend/cpu/kernels/pack16q3.h"
 #include "quant/types.h"
 
 typedef struct p16_fmt {
@@ -129,11 +131,65 @@ static void pack_kblock(const p16k_fmt *k, int r, const uint8_t *blk, uint8_t *g
   }
 }
 
+// ---- Q3_K (hmask[32] qs[64] scales[12] d; layout: pack16.h, pack16q3.h) --
+// A row at a time here; 16 rows at once in pack16q3_avx512.c where the CPU
+// has AVX-512 (the packed kernel's CPUs).
+
+// Row r's super-block b (blk, the file's layout) into the group's (G).
+static void q3_pack_block(int r, int64_t b, const uint8_t *blk, uint8_t *G) {
+  uint32_t F[Q3_DWORDS], P[Q3_DWORDS] = {0};
+  memcpy(F, blk, sizeof F);
+  for (int n = 0; n < Q3_MOVES; n++) {
+    const q3_move v = q3_move_of(n);
+    P[v.packed] |= (v.shift >= 0 ? F[v.file] << v.shift : F[v.file] >> -v.shift) & v.mask;
+  }
+  const q3_at at = q3_at_of((int)(b & 1));
+  for (int c = 0; c < 24; c++) memcpy(G + at.codes + 64 * c + 4 * r, &P[c], 4);
+  for (int c = 0; c < 3; c++) memcpy(G + at.scales + 64 * c + 4 * r, &P[24 + c], 4);
+  memcpy(G + at.d + 2 * r, blk + 108, 2);
+}
+
+static void q3_unpack_block(int r, int64_t b, const uint8_t *G, uint8_t *blk) {
+  const q3_at at = q3_at_of((int)(b & 1));
+  uint32_t F[Q3_DWORDS] = {0}, P[Q3_DWORDS];
+  for (int c = 0; c < 24; c++) memcpy(&P[c], G + at.codes + 64 * c + 4 * r, 4);
+  for (int c = 0; c < 3; c++) memcpy(&P[24 + c], G + at.scales + 64 * c + 4 * r, 4);
+  for (int n = 0; n < Q3_MOVES; n++) {
+    const q3_move v = q3_move_of(n);
+    const uint32_t x = P[v.packed] & v.mask;
+    F[v.file] |= v.shift >= 0 ? x >> v.shift : x << -v.shift;
+  }
+  memcpy(blk, F, sizeof F);
+  memcpy(blk + 108, G + at.d + 2 * r, 2);
+}
+
+static void q3_group(int64_t k, const uint8_t *src, size_t row_bytes, uint8_t *dst) {
+  if (wk_kernel_best_level() >= WK_LEVEL_AVX512) {
+    wk_pack16q3_avx512_pack(k, src, row_bytes, dst);
+    return;
+  }
+  for (int64_t b = 0; b < k / 256; b++)
+    for (int r = 0; r < WK_PACK16_ROWS; r++)
+      q3_pack_block(r, b, src + (size_t)r * row_bytes + (size_t)(b * 110),
+                    dst + (size_t)(b * Q3_GROUP));
+}
+
+static void q3_unpack(int64_t k, const uint8_t *group, uint8_t *dst, size_t row_bytes) {
+  if (wk_kernel_best_level() >= WK_LEVEL_AVX512) {
+    wk_pack16q3_avx512_unpack(k, group, dst, row_bytes);
+    return;
+  }
+  for (int64_t b = 0; b < k / 256; b++)
+    for (int r = 0; r < WK_PACK16_ROWS; r++)
+      q3_unpack_block(r, b, group + (size_t)(b * Q3_GROUP),
+                      dst + (size_t)r * row_bytes + (size_t)(b * 110));
+}
+
 // 1 when `type` has a packed layout.
 static int pack16_type(int type) {
   p16_fmt f;
   p16k_fmt k;
-  return fmt_of(type, &f) || kfmt_of(type, &k);
+  return type == WK_Q3_K || fmt_of(type, &f) || kfmt_of(type, &k);
 }
 
 // Byte offsets, in the group, of block b's fields (see pack16.h).
@@ -197,6 +253,10 @@ static void pack_block(const p16_fmt *f, const p16_at *at, int r, const uint8_t 
 void wk_pack16_group(int type, int64_t k, const uint8_t *src, size_t row_bytes, uint8_t *dst) {
   p16_fmt f;
   p16k_fmt kf;
+  if (type == WK_Q3_K) {
+    q3_group(k, src, row_bytes, dst);
+    return;
+  }
   if (kfmt_of(type, &kf)) {
     for (int64_t b = 0; b < k / kf.vals; b++)
       for (int r = 0; r < WK_PACK16_ROWS; r++)
@@ -225,6 +285,10 @@ static void unpack_field(const uint8_t *g, size_t at, int len, int unit, uint8_t
 void wk_pack16_unpack(int type, int64_t k, const uint8_t *group, uint8_t *dst, size_t row_bytes) {
   p16_fmt f;
   p16k_fmt kf;
+  if (type == WK_Q3_K) {
+    q3_unpack(k, group, dst, row_bytes);
+    return;
+  }
   if (kfmt_of(type, &kf)) {
     for (int64_t b = 0; b < k / kf.vals; b++) {
       const uint8_t *g = group + 16 * (size_t)(b * kf.bytes);
@@ -263,12 +327,29 @@ void wk_pack16_unpack(int type, int64_t k, const uint8_t *group, uint8_t *dst, s
 int wk_pack16_fits(int type, int64_t k) {
   p16_fmt f;
   p16k_fmt kf;
+  if (type == WK_Q3_K) return k % 256 == 0;
   return fmt_of(type, &f) ? k % 32 == 0 : kfmt_of(type, &kf) ? k % kf.vals == 0 : 0;
 }
 
 wk_gemm_fn wk_pack16_gemm(int type) {
   if (!pack16_type(type) || wk_kernel_best_level() < WK_LEVEL_AVX512) return NULL;
+  if (type == WK_Q3_K) return wk_pack16q3_avx512_find(type);
   wk_gemm_fn g = wk_pack16_avx512_find(type);
   if (!g) g = wk_pack16k_avx512_find(type);
   return g ? g : wk_pack16f_avx512_find(type);
+}
+
+int wk_pack16_act(int type) {
+  p16_fmt f;
+  p16k_fmt k;
+  switch (type) {
+    case WK_Q3_K: return WK_ACT_Q8K;
+    case WK_F16:
+    case WK_BF16: return WK_ACT_F32;
+    case WK_FP8_E4M3:
+    case WK_FP8_E5M2: return WK_ACT_F32S;
+    default: break;
+  }
+  if (fmt_of(type, &f)) return WK_ACT_A16;
+  return kfmt_of(type, &k) ? WK_ACT_A16K : -1;
 }

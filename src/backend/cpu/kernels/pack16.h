@@ -1,6 +1,6 @@
 // Weight rows repacked in groups of 16 for the AVX-512 VNNI decode kernels
 // of the 32-value block formats (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL), of
-// Q2_K, Q4_K, Q5_K, Q6_K and IQ4_XS, and of F16, BF16 and FP8.
+// Q2_K, Q3_K, Q4_K, Q5_K, Q6_K and IQ4_XS, and of F16, BF16 and FP8.
 //
 // Why: the file's layout keeps each row's blocks together, so a decode tile
 // that multiplies 8 rows at once spends most of its time moving bytes
@@ -40,6 +40,21 @@
 //         chunk c of ql (low nibbles: values 128 h + 4 i + k, high: 128 h +
 //         64 + 4 i + k, c = 16 h + i) finds value k's 2 high bits in byte k
 //         of qh's dword c / 2 at bits 2 m, m = 2 (c % 2) + (high): 3360 bytes
+//   Q3_K  codes (24 chunks), scales (3), d: 1760 bytes; odd super-blocks
+//         put d first (d, codes, scales), so that where the group starts on
+//         a cache line so does every chunk. A row's fields, their bits
+//         rearranged before chunking:
+//         codes: value 32 i + l (l < 32; the file's bit-plane i = 4 h + j:
+//         low 2 bits at bits 2 j of qs[32 h + l], high bit at bit 4 h + j
+//         of hmask[l]) as a 3-bit code q = low + 4 high (value q - 4);
+//         dwords 3 i, 3 i + 1, 3 i + 2 (X0, X1, X2) hold plane i, byte k of
+//         Xu (u < 3) q of l = 4 u + k at bits 0..2 and of l = 16 + 4 u + k
+//         at bits 3..5; l = 12 + k: low 2 bits at X0's bits 6..7, high bit
+//         at X2's bit 6; l = 28 + k: X1's bits 6..7, X2's bit 7.
+//         scales: the 6-bit scales s_j (value s_j - 32) in 6 16-bit words
+//         w_i (dword i / 2, half i % 2): s_i at bits 10..15, s_{6 + i} at
+//         bits 4..9; bits 0..3: for i < 4 the low 4 bits of s_{12 + i}, for
+//         i = 4, 5 the high 2 bits of s_{8 + i} and of s_{10 + i} at 2..3.
 // The float types go by blocks the same way, as 2-byte (F16) or 4-byte
 // chunks of 16 rows:
 //   F16   32 values: chunk c (32 bytes) = column c of the 16 rows (1024 bytes)
@@ -77,16 +92,27 @@ void wk_pack16_unpack(int type, int64_t k, const uint8_t *group, uint8_t *dst, s
 
 // The packed kernel of `type` (wk_gemm_fn's contract, with w a packed group
 // start and rows a multiple of 16; any n_tokens, WK_PACK16_MAX_TOKENS at a
-// time; the activations in WK_ACT_A16, WK_ACT_A16K for the K-quants, the
-// kernel table's for the float types: WK_ACT_F32, FP8 WK_ACT_F32S): the
-// 32-value formats bit-identical to the 16-bit-activation kernels' vec_dot
-// on the same rows, the rest the same up to f32 rounding; NULL when the type
-// has none or the CPU lacks AVX-512 F, BW, VL and VNNI.
+// time; the activations in wk_pack16_act(type)): the 32-value formats
+// bit-identical to the 16-bit-activation kernels' vec_dot on the same rows,
+// the rest the same up to f32 rounding (Q3_K: the 8-bit-activation vec_dot's,
+// the float types: the kernel table's); NULL when the type has none or the
+// CPU lacks AVX-512 F, BW, VL and VNNI.
 wk_gemm_fn wk_pack16_gemm(int type);
+
+// The activation format the packed kernel of `type` takes: WK_ACT_A16 for
+// the 32-value formats, WK_ACT_A16K for the K-quants but Q3_K, WK_ACT_Q8K
+// for Q3_K (the 8-bit activations its decode path takes: matmul.c's
+// plan_act8), WK_ACT_F32 for F16 and BF16, WK_ACT_F32S for FP8; -1 for a
+// type without a packed layout.
+int wk_pack16_act(int type);
 
 // ---- shared by pack16*.c only ----
 wk_gemm_fn wk_pack16_avx512_find(int type);   // the 32-value formats
 wk_gemm_fn wk_pack16k_avx512_find(int type);  // Q2_K, Q4_K, Q5_K, Q6_K, IQ4_XS
 wk_gemm_fn wk_pack16f_avx512_find(int type);  // F16, BF16, FP8
+wk_gemm_fn wk_pack16q3_avx512_find(int type);  // Q3_K
+// wk_pack16_group and wk_pack16_unpack of Q3_K, 16 rows at once
+void wk_pack16q3_avx512_pack(int64_t k, const uint8_t *src, size_t row_bytes, uint8_t *dst);
+void wk_pack16q3_avx512_unpack(int64_t k, const uint8_t *group, uint8_t *dst, size_t row_bytes);
 
 #endif
