@@ -20,10 +20,10 @@
 // runs a16_dec_acc's f32 steps in block order, so outputs equal the AVX2
 // 16-bit-activation vec_dot's bit for bit. Each chunk's two halves go
 // against the same broadcasts (1..4 tokens: faster than a half at a time,
-// Q4_0 with rows in L2 1.2-1.3x, despite the registers it takes).
+// Q4_0 with rows in L2 1.2-1.4x, despite the registers it takes).
 //
-// Not Q8_0: widened the same way (signed), its kernel ran no faster than
-// the tile with rows in L2 and 2-11 points slower from memory (one thread;
+// Not Q8_0: widened the same way (signed), its kernel ran about the tile's
+// speed with rows in L2 and 2-11 points slower from memory (one thread;
 // bench/RESULTS.md), as on AVX-512 (matmul.c's cpu_mm_pack).
 //
 // Bounds: an activation byte is at most 127 in magnitude, a word of
