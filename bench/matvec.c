@@ -33,9 +33,10 @@
 // (act16.h), which the fast path's decode steps use for every quantized type
 // but Q3_K; without it, the kernel table's 8-bit-activation kernels
 // (kernels.h), the decode path of Q3_K (and of Q2_K under WICK_ACT8=1).
-// --packed: the packed kernels (pack16.h) where a type has one, on the
-// activations they take (wk_pack16_act: Q3_K's the 8-bit ones), the other
-// types as --act16.
+// --packed: the packed kernels (pack16.h) where a type has one at --level
+// (wk_pack16_gemm_at: --level avx2 the AVX2 level's), on the activations
+// they take (wk_pack16_act: Q3_K's the 8-bit ones), the other types as
+// --act16.
 #include <immintrin.h>
 #include <math.h>
 #include <stdatomic.h>
@@ -369,7 +370,8 @@ static void bench_type(int type, const int64_t shape[2], const options *o, wk_po
   for (int64_t r = 0; r < n; r++)
     if (r < 64) wk_quantize_row(type, x + (r % o->tokens) * k, w + (size_t)r * rb, k);
     else memcpy(w + (size_t)r * rb, w + (size_t)(r % 64) * rb, rb);
-  const wk_gemm_fn pg = o->packed && wk_pack16_fits(type, k) ? wk_pack16_gemm(type) : NULL;
+  const wk_gemm_fn pg =
+      o->packed && wk_pack16_fits(type, k) ? wk_pack16_gemm_at(type, o->level) : NULL;
   if (pg) {  // copy 0's whole groups packed (the rest stays as it is)
     uint8_t *tmp = wk_malloc(16 * rb);
     for (int64_t r = 0; tmp && r + 16 <= n; r += 16) {

@@ -467,7 +467,8 @@ static void test_mm_fast(wk_pool *pool) {
     cpu_act_free(&act);
   }
   if (!n_packed)
-    printf("skipped: packed 16-row groups (none without AVX-512 VNNI, or with WICK_PACK16=0)\n");
+    printf("skipped: packed 16-row groups (none at level %s, or WICK_PACK16=0)\n",
+           wk_kernel_level_name(wk_kernel_best_level()));
   wk_free(x), wk_free(scratch);
 }
 

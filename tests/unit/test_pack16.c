@@ -5,8 +5,11 @@
 //    (Q5, Q6_K: their high bits move within qh, Q3_K: its code and scale
 //    bits between bytes, so every set bit); ctest's test_pack16_avx2 runs
 //    these on the packing of CPUs below AVX-512 (Q3_K: a row at a time,
-//    where AVX-512 CPUs pack 16 rows at once);
-//  - the packed kernel (where the CPU has AVX-512 VNNI) bit-identical to the
+//    where AVX-512 CPUs pack 16 rows at once), and the AVX2 level's packed
+//    kernels (Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL: pack16_avx2.c) against that
+//    level's vec_dot;
+//  - the packed kernel (where the CPU's level has one: AVX-512 VNNI, every
+//    packed type; AVX2, those five) bit-identical to the
 //    16-bit-activation vec_dot on the original rows (K-quants: within
 //    2e-6 of sum |w x|, f32 rounding in another order; Q3_K against the
 //    8-bit-activation vec_dot, as it runs on WK_ACT_Q8K), for 1..9 tokens
@@ -316,10 +319,32 @@ static void check_float_type(int type, uint64_t *seed) {
   CHECK(!wk_pack16_fits(type, is_fp8(type) ? 192 : 48));  // not a whole block
 }
 
+// Which types have a packed kernel at the CPU's level (pack16.c's pick).
+static void check_pick(void) {
+  const int level = wk_kernel_best_level();
+  for (size_t i = 0; i < sizeof k_types / sizeof k_types[0]; i++) {
+    const int t = k_types[i];
+    const int avx2 = t == WK_Q4_0 || t == WK_Q4_1 || t == WK_Q5_0 || t == WK_Q5_1 ||
+                     t == WK_IQ4_NL;
+    if (level == WK_LEVEL_AVX2) CHECK(!wk_pack16_gemm(t) == !avx2);
+    if (level == WK_LEVEL_AVX512) CHECK(wk_pack16_gemm(t) != NULL);
+    if (level < WK_LEVEL_AVX2 || level == WK_LEVEL_AVX512BW) CHECK(!wk_pack16_gemm(t));
+    // another level than the CPU's: that level's kernel, none above the CPU's
+    CHECK(wk_pack16_gemm_at(t, level) == wk_pack16_gemm(t));
+    if (level > WK_LEVEL_AVX2) CHECK(!wk_pack16_gemm_at(t, WK_LEVEL_AVX2) == !avx2);
+    if (level < WK_LEVEL_AVX512) CHECK(!wk_pack16_gemm_at(t, WK_LEVEL_AVX512));
+  }
+}
+
 int main(void) {
   uint64_t seed = 0x9ac16;
+  check_pick();
   if (!wk_pack16_gemm(WK_Q4_0))
-    printf("skipped: packed kernels (this CPU lacks AVX-512 VNNI); layout checks run\n");
+    printf("skipped: packed kernels (none at level %s); layout checks run\n",
+           wk_kernel_level_name(wk_kernel_best_level()));
+  else if (!wk_pack16_gemm(WK_Q4_K))
+    printf("skipped: packed kernels of the K-quants, Q8_0 and the float types (none at level "
+           "%s)\n", wk_kernel_level_name(wk_kernel_best_level()));
   for (size_t i = 0; i < sizeof k_types / sizeof k_types[0]; i++) check_type(k_types[i], &seed);
   for (size_t i = 0; i < sizeof k_float_types / sizeof k_float_types[0]; i++)
     check_float_type(k_float_types[i], &seed);

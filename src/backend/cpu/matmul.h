@@ -91,7 +91,8 @@ typedef struct cpu_mm {
 void cpu_mm_plan(cpu_mm *mm, const wk_tensor *w, bool exact);
 // On AVX-512 VNNI CPUs, for the fast path's matrices of Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q2_K,
 // Q4_K, Q5_K, Q6_K, IQ4_XS, F16, BF16 and FP8 with at least 16 rows (not Q8_0: matmul.c says
-// why; rows of a whole number of the packed blocks, pack16.h): a copy of the
+// why; rows of a whole number of the packed blocks, pack16.h), and on CPUs whose best level is
+// AVX2 for those of Q4_0, Q4_1, Q5_0, Q5_1 and IQ4_NL (wk_pack16_gemm): a copy of the
 // matrix with its whole 16-row groups packed for the decode kernels (kernels/pack16.h: 1.3-1.6x
 // their speed with rows in L2), which the products read from then on (the integer GEMM and the
 // f32 path unpack 32 rows at a time into their scratch). mapped: the weights lie in a read-only

@@ -1,6 +1,8 @@
 // Weight rows repacked in groups of 16 for the AVX-512 VNNI decode kernels
 // of the 32-value block formats (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL), of
-// Q2_K, Q3_K, Q4_K, Q5_K, Q6_K and IQ4_XS, and of F16, BF16 and FP8.
+// Q2_K, Q3_K, Q4_K, Q5_K, Q6_K and IQ4_XS, and of F16, BF16 and FP8; and
+// for the AVX2 ones of Q4_0, Q4_1, Q5_0, Q5_1 and IQ4_NL (pack16_avx2.c: a
+// chunk's 16 rows as two 256-bit halves, pmaddubsw instead of vpdpbusd).
 //
 // Why: the file's layout keeps each row's blocks together, so a decode tile
 // that multiplies 8 rows at once spends most of its time moving bytes
@@ -95,9 +97,13 @@ void wk_pack16_unpack(int type, int64_t k, const uint8_t *group, uint8_t *dst, s
 // time; the activations in wk_pack16_act(type)): the 32-value formats
 // bit-identical to the 16-bit-activation kernels' vec_dot on the same rows,
 // the rest the same up to f32 rounding (Q3_K: the 8-bit-activation vec_dot's,
-// the float types: the kernel table's); NULL when the type has none or the
-// CPU lacks AVX-512 F, BW, VL and VNNI.
+// the float types: the kernel table's); NULL when the type has none at the
+// CPU's best level (wk_kernel_best_level: AVX-512 VNNI, every packed type;
+// AVX2, the 32-value formats whose AVX2 kernel pays, pack16.c; below, none).
 wk_gemm_fn wk_pack16_gemm(int type);
+// The same at `level` (WK_LEVEL_AUTO: the best; NULL above the best or where
+// that level has no packed kernel of `type`).
+wk_gemm_fn wk_pack16_gemm_at(int type, int level);
 
 // The activation format the packed kernel of `type` takes: WK_ACT_A16 for
 // the 32-value formats, WK_ACT_A16K for the K-quants but Q3_K, WK_ACT_Q8K
@@ -108,6 +114,7 @@ int wk_pack16_act(int type);
 
 // ---- shared by pack16*.c only ----
 wk_gemm_fn wk_pack16_avx512_find(int type);   // the 32-value formats
+wk_gemm_fn wk_pack16_avx2_find(int type);     // the same, AVX2 (pack16_avx2.c)
 wk_gemm_fn wk_pack16k_avx512_find(int type);  // Q2_K, Q4_K, Q5_K, Q6_K, IQ4_XS
 wk_gemm_fn wk_pack16f_avx512_find(int type);  // F16, BF16, FP8
 wk_gemm_fn wk_pack16q3_avx512_find(int type);  // Q3_K

@@ -19,7 +19,7 @@
 // lane's hi sum adds 32 products (~1.0e6), x 128 ~1.3e8, and a block sum is
 // at most 32 x 255 x 16383 < 1.4e8: inside int32.
 #define AT __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
-#include "backend/cpu/kernels/pack16_x86.h"
+#include "backend/cpu/kernels/pack16_x512.h"
 
 AT AI int p16_bytes(const int type) { return a16_q_bytes(type); }
 AT AI int p16_has_m(const int type) { return type == WK_Q4_1 || type == WK_Q5_1; }

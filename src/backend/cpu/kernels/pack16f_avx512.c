@@ -15,7 +15,7 @@
 // Prompts: tokens in chunks of KP_TOK (their activations stay in L2 while the
 // groups stream past), a group's bytes reused from L1/L2 by every 4 tokens.
 #define AT __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
-#include "backend/cpu/kernels/pack16_x86.h"
+#include "backend/cpu/kernels/pack16_x512.h"
 #include "quant/types.h"
 
 #define KP_TOK 32

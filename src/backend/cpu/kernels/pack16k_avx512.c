@@ -29,7 +29,7 @@
 // one 16 x 63 x 16383; the hi sums x 128 stay inside int32. Sums past 2^24
 // round once in f32 (relative 2^-24).
 #define AT __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
-#include "backend/cpu/kernels/pack16_x86.h"
+#include "backend/cpu/kernels/pack16_x512.h"
 
 // Byte k (0..3) of every dword of v moved to byte `to` of the dword, the
 // other bytes 0 (one vpshufb).

@@ -24,7 +24,7 @@
 // exact in f32), as in the 8-bit-activation vec_dot; only the f32 steps
 // (d dx I, the sum over super-blocks) round, in another order.
 #define AT __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
-#include "backend/cpu/kernels/pack16_x86.h"
+#include "backend/cpu/kernels/pack16_x512.h"
 #include "backend/cpu/kernels/pack16q3.h"
 
 // The 8 scale pairs of a super-block from its 3 chunks at S.
