@@ -6,11 +6,23 @@
 
 #include "backend/cpu/kernels/pack16_x86.h"
 
-// The 4 bytes at p in every dword (folds into vpdpbusd's broadcast operand).
+// The 4 bytes at p in every dword.
 AT AI __m512i bc4(const int8_t *p) {
   int32_t v;
   memcpy(&v, p, 4);
   return _mm512_set1_epi32(v);
+}
+
+// acc + vpdpbusd(c, the 4 bytes at p in every dword), the bytes taken by the
+// instruction's own broadcast operand ({1to16}). GCC 12 does not fold
+// bc4 into vpdpbusd: it issues a separate vpbroadcastd for each.
+AT AI __m512i dpb4(__m512i acc, __m512i c, const int8_t *p) {
+#ifdef WICK_P16_NOFOLD
+  return _mm512_dpbusd_epi32(acc, c, bc4(p));
+#else
+  __asm__("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(c), "m"(*(const int32_t *)p));
+  return acc;
+#endif
 }
 
 // The 16 IQ4_NL / IQ4_XS table values + 128 (unsigned codes) in every
@@ -26,13 +38,13 @@ AT AI __m512i block_sum(const __m512i *c, const int8_t *xl, const int8_t *xh) {
   const __m512i z = _mm512_setzero_si512();
   __m512i ha = z, hb = z;
   A16_UNROLL for (int j = 0; j < 4; j++) {
-    ha = _mm512_dpbusd_epi32(ha, c[j], bc4(xh + 4 * j));
-    hb = _mm512_dpbusd_epi32(hb, c[j + 4], bc4(xh + 16 + 4 * j));
+    ha = dpb4(ha, c[j], xh + 4 * j);
+    hb = dpb4(hb, c[j + 4], xh + 16 + 4 * j);
   }
   __m512i la = _mm512_slli_epi32(_mm512_add_epi32(ha, hb), 7), lb = z;
   A16_UNROLL for (int j = 0; j < 4; j++) {
-    la = _mm512_dpbusd_epi32(la, c[j], bc4(xl + 4 * j));
-    lb = _mm512_dpbusd_epi32(lb, c[j + 4], bc4(xl + 16 + 4 * j));
+    la = dpb4(la, c[j], xl + 4 * j);
+    lb = dpb4(lb, c[j + 4], xl + 16 + 4 * j);
   }
   return _mm512_add_epi32(la, lb);
 }

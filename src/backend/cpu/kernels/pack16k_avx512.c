@@ -113,9 +113,9 @@ AT AI void k45_block(const int type, const int NT, const uint8_t *G, int64_t nb,
 // Sum of 16 values: code vectors c[0..3] against lo bytes xl and hi xh.
 AT AI __m512i sum16(const __m512i *c, const int8_t *xl, const int8_t *xh) {
   __m512i h = _mm512_setzero_si512();
-  A16_UNROLL for (int u = 0; u < 4; u++) h = _mm512_dpbusd_epi32(h, c[u], bc4(xh + 4 * u));
+  A16_UNROLL for (int u = 0; u < 4; u++) h = dpb4(h, c[u], xh + 4 * u);
   __m512i l = _mm512_slli_epi32(h, 7);
-  A16_UNROLL for (int u = 0; u < 4; u++) l = _mm512_dpbusd_epi32(l, c[u], bc4(xl + 4 * u));
+  A16_UNROLL for (int u = 0; u < 4; u++) l = dpb4(l, c[u], xl + 4 * u);
   return l;
 }
 

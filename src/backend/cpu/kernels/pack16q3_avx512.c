@@ -71,8 +71,8 @@ AT AI void q3_codes(const uint8_t *C, __m512i *E, __m512i *O) {
 AT AI __m512i q3_sums(const __m512i *E, const __m512i *O, const int8_t *x) {
   __m512i se = _mm512_setzero_si512(), so = _mm512_setzero_si512();
   A16_UNROLL for (int u = 0; u < 4; u++) {
-    se = _mm512_dpbusd_epi32(se, E[u], bc4(x + 4 * u));
-    so = _mm512_dpbusd_epi32(so, O[u], bc4(x + 16 + 4 * u));
+    se = dpb4(se, E[u], x + 4 * u);
+    so = dpb4(so, O[u], x + 16 + 4 * u);
   }
   return _mm512_ternarylogic_epi32(se, _mm512_slli_epi32(so, 13), _mm512_set1_epi32(0xffff),
                                    0xe4);
