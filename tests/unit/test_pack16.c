@@ -325,7 +325,7 @@ static void check_pick(void) {
   for (size_t i = 0; i < sizeof k_types / sizeof k_types[0]; i++) {
     const int t = k_types[i];
     const int avx2 = t == WK_Q4_0 || t == WK_Q4_1 || t == WK_Q5_0 || t == WK_Q5_1 ||
-                     t == WK_IQ4_NL;
+                     t == WK_IQ4_NL || t == WK_Q4_K || t == WK_Q6_K;
     if (level == WK_LEVEL_AVX2) CHECK(!wk_pack16_gemm(t) == !avx2);
     if (level == WK_LEVEL_AVX512) CHECK(wk_pack16_gemm(t) != NULL);
     if (level < WK_LEVEL_AVX2 || level == WK_LEVEL_AVX512BW) CHECK(!wk_pack16_gemm(t));

@@ -331,14 +331,17 @@ int wk_pack16_fits(int type, int64_t k) {
   return fmt_of(type, &f) ? k % 32 == 0 : kfmt_of(type, &kf) ? k % kf.vals == 0 : 0;
 }
 
-// AVX2 (and FMA, F16C; no AVX-512): pack16_avx2.c's types, those whose
-// packed kernel reads faster than the tiles; AVX-512 without VNNI: none
+// AVX2 (and FMA, F16C; no AVX-512): pack16_avx2.c's and pack16k_avx2.c's
+// types (Q4_K, Q6_K), those whose packed kernel reads faster than the tiles; AVX-512 without VNNI: none
 // (its 512-bit tiles); AVX-512 VNNI: every packed type.
 wk_gemm_fn wk_pack16_gemm_at(int type, int level) {
   const int best = wk_kernel_best_level();
   if (level == WK_LEVEL_AUTO) level = best;
   if (!pack16_type(type) || level > best) return NULL;
-  if (level == WK_LEVEL_AVX2) return wk_pack16_avx2_find(type);
+  if (level == WK_LEVEL_AVX2) {
+    const wk_gemm_fn g = wk_pack16_avx2_find(type);
+    return g ? g : wk_pack16k_avx2_find(type);
+  }
   if (level < WK_LEVEL_AVX512) return NULL;
   if (type == WK_Q3_K) return wk_pack16q3_avx512_find(type);
   wk_gemm_fn g = wk_pack16_avx512_find(type);

@@ -115,6 +115,7 @@ int wk_pack16_act(int type);
 // ---- shared by pack16*.c only ----
 wk_gemm_fn wk_pack16_avx512_find(int type);   // the 32-value formats
 wk_gemm_fn wk_pack16_avx2_find(int type);     // the same, AVX2 (pack16_avx2.c)
+wk_gemm_fn wk_pack16k_avx2_find(int type);    // Q4_K, Q6_K, AVX2 (pack16k_avx2.c)
 wk_gemm_fn wk_pack16k_avx512_find(int type);  // Q2_K, Q4_K, Q5_K, Q6_K, IQ4_XS
 wk_gemm_fn wk_pack16f_avx512_find(int type);  // F16, BF16, FP8
 wk_gemm_fn wk_pack16q3_avx512_find(int type);  // Q3_K

@@ -1,0 +1,274 @@
+// The packed decode kernels (pack16.h) of Q4_K and Q6_K for CPUs whose best
+// level is AVX2 (no AVX-512): a group of 16 rows x 1..4 tokens as two halves
+// of 8 rows, one int32 and one f32 lane a row, against WK_ACT_A16K
+// activations.
+//
+// The super-blocks are pack16k_avx512.c's; a 64-byte chunk is two 256-bit
+// halves (rows 0..7, 8..15), each row's 4 code bytes in its own dword, and
+// every dword field below is read per half the same way. As in
+// pack16_avx2.c, vpmaddubsw multiplies a chunk's codes with the
+// activation's 4 lo (or hi) bytes broadcast, the words of a few chunks add,
+// and vpmaddwd sums each row's words into its own lane: no lane moves.
+//   Q4_K: a chunk's low nibbles belong to sub-block 2 i, its high ones to
+//   2 i + 1 (8 chunks a sub-block pair i), both shifted to 0..15. A
+//   sub-block's 8 chunks of words add, then vpmaddwd takes the row's 6-bit
+//   scale in both words of its dword (lo words) or 128 x it (hi words), so
+//   the scaled sums stay integers; they go to f32 twice a super-block.
+//   Q6_K: a chunk's 6-bit codes (nibble | 2 bits from the rearranged qh, by
+//   one shift and masks) make 16-value sub-blocks of 4 chunks; the words of
+//   2 chunks add, vpmaddwd with 1 (lo) or 128 (hi); each sub-block's sum goes
+//   to f32 and accumulates times its int8 scale.
+// Per super-block (dx, s: the activation's d and per-16 sums d sum v):
+//   Q4_K  y += d dx sum_j sc_j S_j - dmin sum_j m_j (s_2j + s_2j+1)
+//   Q6_K  y += d (dx sum_j sc_j S_j - 32 sum_j sc_j s_j)
+// Results are the AVX2 16-bit-activation vec_dot's up to f32 rounding
+// (other sums in another order), not bit for bit.
+//
+// Bounds (vpmaddubsw saturates at int16, so every word sum must stay below
+// 32768; an activation byte is at most 127 in magnitude): a word is two
+// products, Q4_K 2 x 15 x 127 = 3810 (the shifted nibble: raw & 0xf0, as the
+// AVX-512 kernel takes it, would give 2 x 240 x 127 = 60960), 8 chunks'
+// added 30480; Q6_K 2 x 63 x 127 = 16002, 2 chunks' added 32004. Q4_K's
+// scaled sub-block sum is at most 32 x 15 x 63 x 16383 < 4.96e8, so 4 of
+// them (half a super-block) stay in int32 (< 1.99e9) before going to f32;
+// a Q6_K sub-block sum at most 16 x 63 x 16383 < 2^24 (exact in f32).
+// Q6_K's int8 scales go to f32 as sc x 2^24 (the byte at the top of its
+// dword: one vpshufb), d as d x 2^-24: both exact.
+//
+// AT: act16_x86.h's AVX2 + FMA + F16C; pack16.c calls these only at that
+// level or above.
+#include "backend/cpu/kernels/act16.h"
+#include "backend/cpu/kernels/pack16_x86.h"
+
+// The 4 bytes at p in every dword (a broadcast load).
+AT AI __m256i kbc(const void *p) {
+  int32_t v;
+  memcpy(&v, p, 4);
+  return _mm256_set1_epi32(v);
+}
+
+// Byte k (0..3) of every dword of v at byte `to` (0..3) of the dword, and
+// also at byte 2 when both (the two words' low bytes); the other bytes 0.
+AT AI __m256i kbyte(__m256i v, const int k, const int to, const int both) {
+  const char z = (char)0x80;
+#define KB(n) ((n) % 4 == to || (both && (n) % 4 == 2) ? (char)((n) - (n) % 4 + k) : z)
+  const __m128i i = _mm_setr_epi8(KB(0), KB(1), KB(2), KB(3), KB(4), KB(5), KB(6), KB(7), KB(8),
+                                  KB(9), KB(10), KB(11), KB(12), KB(13), KB(14), KB(15));
+#undef KB
+  return _mm256_shuffle_epi8(v, _mm256_broadcastsi128_si256(i));
+}
+
+// *w (int16 words) + vpmaddubsw(c, b), or the product alone when first.
+AT AI void kadd(__m256i *w, __m256i c, __m256i b, const int first) {
+  const __m256i p = _mm256_maddubs_epi16(c, b);
+  *w = first ? p : _mm256_add_epi16(*w, p);
+  A16_KEEP(*w);
+}
+
+// ---- Q4_K: d[16] dmin[16] | scales 3 chunks | qs 32 chunks (2304 bytes) -----
+
+AT AI void q4k_block(const int NT, const uint8_t *G, int64_t nb, int64_t b, const uint8_t *xq,
+                     size_t xs, __m256 *y) {
+  const __m256i m6 = _mm256_set1_epi8(63), m4 = _mm256_set1_epi8(15),
+                t2 = _mm256_set1_epi8(48);
+  // per half: bytes of sc0..3 (sa), sc4..7 (sb), m0..3 (ma), m4..7 (mb)
+  __m256i sa[2], sb[2], ma[2], mb[2];
+  A16_UNROLL for (int h = 0; h < 2; h++) {
+    const __m256i d0 = a16_load(G + 64 + 32 * h), d1 = a16_load(G + 128 + 32 * h),
+                  d2 = a16_load(G + 192 + 32 * h);
+    sa[h] = _mm256_and_si256(d0, m6);
+    ma[h] = _mm256_and_si256(d1, m6);
+    sb[h] = _mm256_or_si256(_mm256_and_si256(d2, m4),
+                            _mm256_and_si256(_mm256_srli_epi32(d0, 2), t2));
+    mb[h] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(d2, 4), m4),
+                            _mm256_and_si256(_mm256_srli_epi32(d1, 2), t2));
+  }
+  const uint8_t *qs = G + 256;
+  const int8_t *x[WK_PACK16_MAX_TOKENS];  // the lo bytes (hi: 256 on)
+  A16_UNROLL for (int t = 0; t < NT; t++)
+      x[t] = (const int8_t *)(xq + (size_t)t * xs) + wk_act16_bytes(WK_ACT_A16K, nb, b);
+  __m256 acc[2 * WK_PACK16_MAX_TOKENS];  // acc[2 t + h]: sum_j sc_j S_j in f32
+  A16_UNROLL for (int i = 0; i < 2 * NT; i++) acc[i] = _mm256_setzero_ps();
+  A16_UNROLL for (int q = 0; q < 2; q++) {  // half a super-block: pairs 2 q, 2 q + 1
+    __m256i is[2 * WK_PACK16_MAX_TOKENS];
+    A16_UNROLL for (int p = 2 * q; p < 2 * q + 2; p++) {
+      // w[t][h][n][a]: token t, half h, nibble n (sub-block 2 p + n), lo / hi bytes a
+      __m256i w[WK_PACK16_MAX_TOKENS][2][2][2];
+      A16_UNROLL for (int c = 0; c < 8; c++) {
+        __m256i k[2][2];
+        A16_UNROLL for (int h = 0; h < 2; h++) {
+          const __m256i raw = a16_load(qs + 64 * (8 * p + c) + 32 * h);
+          k[h][0] = _mm256_and_si256(raw, m4);
+          k[h][1] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
+        }
+        A16_UNROLL for (int t = 0; t < NT; t++) {
+          const int8_t *xl = x[t] + 64 * p + 4 * c;
+          const __m256i l0 = kbc(xl), l1 = kbc(xl + 32), h0 = kbc(xl + 256), h1 = kbc(xl + 288);
+          A16_UNROLL for (int h = 0; h < 2; h++) {
+            kadd(&w[t][h][0][0], k[h][0], l0, c == 0);
+            kadd(&w[t][h][0][1], k[h][0], h0, c == 0);
+            kadd(&w[t][h][1][0], k[h][1], l1, c == 0);
+            kadd(&w[t][h][1][1], k[h][1], h1, c == 0);
+          }
+        }
+      }
+      A16_UNROLL for (int h = 0; h < 2; h++) {
+        // sub-block 2 p + n's scale in both words of each dword, and x 128
+        __m256i s[2][2];
+        A16_UNROLL for (int n = 0; n < 2; n++) {
+          const int j = 2 * p + n;
+          s[n][0] = kbyte(j < 4 ? sa[h] : sb[h], j % 4, 0, 1);
+          s[n][1] = _mm256_slli_epi16(s[n][0], 7);
+        }
+        A16_UNROLL for (int t = 0; t < NT; t++) {
+          __m256i v = _mm256_add_epi32(_mm256_madd_epi16(w[t][h][0][0], s[0][0]),
+                                       _mm256_madd_epi16(w[t][h][0][1], s[0][1]));
+          v = _mm256_add_epi32(v, _mm256_madd_epi16(w[t][h][1][0], s[1][0]));
+          v = _mm256_add_epi32(v, _mm256_madd_epi16(w[t][h][1][1], s[1][1]));
+          is[2 * t + h] = p % 2 ? _mm256_add_epi32(is[2 * t + h], v) : v;
+        }
+      }
+    }
+    A16_UNROLL for (int i = 0; i < 2 * NT; i++)
+        acc[i] = _mm256_add_ps(acc[i], _mm256_cvtepi32_ps(is[i]));
+  }
+  A16_UNROLL for (int h = 0; h < 2; h++) {
+    const __m256 dw = _mm256_cvtph_ps(a16_load128(G + 16 * h));
+    const __m256 dmw = _mm256_cvtph_ps(a16_load128(G + 32 + 16 * h));
+    __m256 mf[8];  // the mins as f32
+    A16_UNROLL for (int j = 0; j < 8; j++)
+        mf[j] = _mm256_cvtepi32_ps(kbyte(j < 4 ? ma[h] : mb[h], j % 4, 0, 0));
+    A16_UNROLL for (int t = 0; t < NT; t++) {
+      const wk_act16k *a = (const wk_act16k *)(xq + (size_t)t * xs) + b;
+      __m256 mn = _mm256_setzero_ps();
+      A16_UNROLL for (int j = 0; j < 8; j++)
+          mn = _mm256_fmadd_ps(mf[j], _mm256_set1_ps(a->s[2 * j] + a->s[2 * j + 1]), mn);
+      __m256 *yv = &y[2 * t + h];
+      *yv = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(a->d)), acc[2 * t + h], *yv);
+      *yv = _mm256_fnmadd_ps(dmw, mn, *yv);
+    }
+  }
+}
+
+// ---- Q6_K: d[16] | scales 4 chunks | ql 32 chunks | qh 16 chunks (3360) -----
+
+// qh's field m (0..3) of each byte at bits 4..5 (other bits: garbage
+// outside 4..5, masked by the caller).
+AT AI __m256i q6_high(__m256i q, const int m) {
+  switch (m) {
+    case 0: return _mm256_slli_epi32(q, 4);
+    case 1: return _mm256_slli_epi32(q, 2);
+    case 2: return q;
+    default: return _mm256_srli_epi32(q, 2);
+  }
+}
+
+AT AI void q6k_block(const int NT, const uint8_t *G, int64_t nb, int64_t b, const uint8_t *xq,
+                     size_t xs, __m256 *y) {
+  const uint8_t *ql = G + 288, *qh = G + 2336;
+  const __m256i m4 = _mm256_set1_epi8(15), t2 = _mm256_set1_epi8(48);
+  const __m256i one = _mm256_set1_epi16(1), w128 = _mm256_set1_epi16(128);
+  const int8_t *x[WK_PACK16_MAX_TOKENS];
+  const wk_act16k *a[WK_PACK16_MAX_TOKENS];
+  A16_UNROLL for (int t = 0; t < NT; t++) {
+    x[t] = (const int8_t *)(xq + (size_t)t * xs) + wk_act16_bytes(WK_ACT_A16K, nb, b);
+    a[t] = (const wk_act16k *)(xq + (size_t)t * xs) + b;
+  }
+  __m256 acc[2 * WK_PACK16_MAX_TOKENS], off[2 * WK_PACK16_MAX_TOKENS];
+  A16_UNROLL for (int i = 0; i < 2 * NT; i++) acc[i] = off[i] = _mm256_setzero_ps();
+  A16_UNROLL for (int hh = 0; hh < 2; hh++) {
+    A16_UNROLL for (int s = 0; s < 4; s++) {
+      const int jl = 8 * hh + s, jh = 8 * hh + 4 + s;  // the two 16-value sub-blocks
+      __m256i S[2 * WK_PACK16_MAX_TOKENS][2];          // [2 t + h][low / high nibbles]
+      A16_UNROLL for (int p = 0; p < 2; p++) {         // chunks 2 p, 2 p + 1 of the 4
+        // k[h][u][n]: half h, chunk 2 p + u, nibble n
+        __m256i k[2][2][2];
+        A16_UNROLL for (int h = 0; h < 2; h++) {
+          const int c = 16 * hh + 4 * s + 2 * p;  // even: qh dword c / 2 serves both
+          const __m256i q = a16_load(qh + 64 * (c / 2) + 32 * h);
+          A16_UNROLL for (int u = 0; u < 2; u++) {
+            const __m256i raw = a16_load(ql + 64 * (c + u) + 32 * h);
+            k[h][u][0] = _mm256_or_si256(_mm256_and_si256(raw, m4),
+                                         _mm256_and_si256(q6_high(q, 2 * u), t2));
+            k[h][u][1] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(raw, 4), m4),
+                                         _mm256_and_si256(q6_high(q, 2 * u + 1), t2));
+          }
+        }
+        A16_UNROLL for (int t = 0; t < NT; t++) {
+          const int8_t *xl = x[t] + 128 * hh + 16 * s + 8 * p;  // chunk 2 p's values
+          __m256i bl[2][2], bh[2][2];  // [nibble][chunk]: lo bytes, hi bytes
+          A16_UNROLL for (int n = 0; n < 2; n++) A16_UNROLL for (int u = 0; u < 2; u++) {
+            bl[n][u] = kbc(xl + 64 * n + 4 * u);
+            bh[n][u] = kbc(xl + 256 + 64 * n + 4 * u);
+          }
+          A16_UNROLL for (int h = 0; h < 2; h++) A16_UNROLL for (int n = 0; n < 2; n++) {
+            __m256i wl, wh;
+            kadd(&wl, k[h][0][n], bl[n][0], 1);
+            kadd(&wl, k[h][1][n], bl[n][1], 0);
+            kadd(&wh, k[h][0][n], bh[n][0], 1);
+            kadd(&wh, k[h][1][n], bh[n][1], 0);
+            const __m256i v =
+                _mm256_add_epi32(_mm256_madd_epi16(wl, one), _mm256_madd_epi16(wh, w128));
+            __m256i *sv = &S[2 * t + h][n];
+            *sv = p ? _mm256_add_epi32(*sv, v) : v;
+          }
+        }
+      }
+      A16_UNROLL for (int h = 0; h < 2; h++) {
+        // the scales x 2^24 (d takes 2^-24)
+        const __m256 sl = _mm256_cvtepi32_ps(kbyte(a16_load(G + 32 + 64 * (jl / 4) + 32 * h),
+                                                   jl % 4, 3, 0));
+        const __m256 sh = _mm256_cvtepi32_ps(kbyte(a16_load(G + 32 + 64 * (jh / 4) + 32 * h),
+                                                   jh % 4, 3, 0));
+        A16_UNROLL for (int t = 0; t < NT; t++) {
+          const int i = 2 * t + h;
+          acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(S[i][0]), sl, acc[i]);
+          acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(S[i][1]), sh, acc[i]);
+          off[i] = _mm256_fmadd_ps(sl, _mm256_set1_ps(a[t]->s[jl]), off[i]);
+          off[i] = _mm256_fmadd_ps(sh, _mm256_set1_ps(a[t]->s[jh]), off[i]);
+        }
+      }
+    }
+  }
+  A16_UNROLL for (int h = 0; h < 2; h++) {
+    const __m256 dw =
+        _mm256_mul_ps(_mm256_cvtph_ps(a16_load128(G + 16 * h)), _mm256_set1_ps(0x1p-24f));
+    A16_UNROLL for (int t = 0; t < NT; t++) {
+      const int i = 2 * t + h;
+      const __m256 v = _mm256_fmsub_ps(_mm256_set1_ps(a[t]->d), acc[i],
+                                       _mm256_mul_ps(_mm256_set1_ps(32.0f), off[i]));
+      y[i] = _mm256_fmadd_ps(dw, v, y[i]);
+    }
+  }
+}
+
+// One group x NT tokens -> y[t * ys + r].
+AT AI void kgroup2(const int type, const int NT, const uint8_t *g, int64_t nb,
+                   const uint8_t *xq, size_t xs, float *y, size_t ys) {
+  const size_t sb = 16 * (size_t)(type == WK_Q4_K ? 144 : 210);  // a super-block of 16 rows
+  __m256 acc[2 * WK_PACK16_MAX_TOKENS];
+  A16_UNROLL for (int i = 0; i < 2 * NT; i++) acc[i] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; b++) {
+    const uint8_t *G = g + (size_t)b * sb;
+    ahead(G, sb);
+    if (type == WK_Q4_K) q4k_block(NT, G, nb, b, xq, xs, acc);
+    else q6k_block(NT, G, nb, b, xq, xs, acc);
+  }
+  A16_UNROLL for (int t = 0; t < NT; t++) {
+    _mm256_storeu_ps(y + (size_t)t * ys, acc[2 * t]);
+    _mm256_storeu_ps(y + (size_t)t * ys + 8, acc[2 * t + 1]);
+  }
+}
+
+#define P16K_GEMM(T, TYPE) P16_GEMM_OF(T, TYPE, kgroup2, 256)
+
+P16K_GEMM(q4_k, WK_Q4_K)
+P16K_GEMM(q6_k, WK_Q6_K)
+
+wk_gemm_fn wk_pack16k_avx2_find(int type) {
+  switch (type) {
+    case WK_Q4_K: return q4_k_p16;
+    case WK_Q6_K: return q6_k_p16;
+    default: return NULL;
+  }
+}
