@@ -67,22 +67,21 @@ AT AI void kadd(__m256i *w, __m256i c, __m256i b, const int first) {
 
 // ---- Q4_K: d[16] dmin[16] | scales 3 chunks | qs 32 chunks (2304 bytes) -----
 
+// Half h's bytes of scale j (mins: m = 1) of sub-block j (0..7), from the
+// three scale chunks (the file's 12 bytes: sc0..3, m0..3 in the low 6 bits
+// of dwords 0, 1; sc4..7, m4..7 in the nibbles of dword 2 | the top 2 bits
+// of dwords 0, 1 at bits 4..5), each in byte j % 4 of its dword.
+AT AI __m256i q4k_scale(const uint8_t *G, const int h, const int j, const int m) {
+  const __m256i d01 = a16_load(G + 64 + 64 * m + 32 * h);
+  if (j < 4) return _mm256_and_si256(d01, _mm256_set1_epi8(63));
+  const __m256i d2 = a16_load(G + 192 + 32 * h);
+  return _mm256_or_si256(_mm256_and_si256(m ? _mm256_srli_epi32(d2, 4) : d2, _mm256_set1_epi8(15)),
+                         _mm256_and_si256(_mm256_srli_epi32(d01, 2), _mm256_set1_epi8(48)));
+}
+
 AT AI void q4k_block(const int NT, const uint8_t *G, int64_t nb, int64_t b, const uint8_t *xq,
                      size_t xs, __m256 *y) {
-  const __m256i m6 = _mm256_set1_epi8(63), m4 = _mm256_set1_epi8(15),
-                t2 = _mm256_set1_epi8(48);
-  // per half: bytes of sc0..3 (sa), sc4..7 (sb), m0..3 (ma), m4..7 (mb)
-  __m256i sa[2], sb[2], ma[2], mb[2];
-  A16_UNROLL for (int h = 0; h < 2; h++) {
-    const __m256i d0 = a16_load(G + 64 + 32 * h), d1 = a16_load(G + 128 + 32 * h),
-                  d2 = a16_load(G + 192 + 32 * h);
-    sa[h] = _mm256_and_si256(d0, m6);
-    ma[h] = _mm256_and_si256(d1, m6);
-    sb[h] = _mm256_or_si256(_mm256_and_si256(d2, m4),
-                            _mm256_and_si256(_mm256_srli_epi32(d0, 2), t2));
-    mb[h] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(d2, 4), m4),
-                            _mm256_and_si256(_mm256_srli_epi32(d1, 2), t2));
-  }
+  const __m256i m4 = _mm256_set1_epi8(15);
   const uint8_t *qs = G + 256;
   const int8_t *x[WK_PACK16_MAX_TOKENS];  // the lo bytes (hi: 256 on)
   A16_UNROLL for (int t = 0; t < NT; t++)
@@ -91,41 +90,32 @@ AT AI void q4k_block(const int NT, const uint8_t *G, int64_t nb, int64_t b, cons
   A16_UNROLL for (int i = 0; i < 2 * NT; i++) acc[i] = _mm256_setzero_ps();
   A16_UNROLL for (int q = 0; q < 2; q++) {  // half a super-block: pairs 2 q, 2 q + 1
     __m256i is[2 * WK_PACK16_MAX_TOKENS];
-    A16_UNROLL for (int p = 2 * q; p < 2 * q + 2; p++) {
-      // w[t][h][n][a]: token t, half h, nibble n (sub-block 2 p + n), lo / hi bytes a
-      __m256i w[WK_PACK16_MAX_TOKENS][2][2][2];
+    A16_UNROLL for (int j = 4 * q; j < 4 * q + 4; j++) {  // sub-block j: pair j / 2, nibble j % 2
+      const int p = j / 2, n = j % 2;
+      __m256i w[WK_PACK16_MAX_TOKENS][2][2];  // [t][h][lo / hi bytes]
       A16_UNROLL for (int c = 0; c < 8; c++) {
-        __m256i k[2][2];
+        __m256i k[2];
         A16_UNROLL for (int h = 0; h < 2; h++) {
           const __m256i raw = a16_load(qs + 64 * (8 * p + c) + 32 * h);
-          k[h][0] = _mm256_and_si256(raw, m4);
-          k[h][1] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
+          k[h] = _mm256_and_si256(n ? _mm256_srli_epi16(raw, 4) : raw, m4);
         }
         A16_UNROLL for (int t = 0; t < NT; t++) {
-          const int8_t *xl = x[t] + 64 * p + 4 * c;
-          const __m256i l0 = kbc(xl), l1 = kbc(xl + 32), h0 = kbc(xl + 256), h1 = kbc(xl + 288);
+          const int8_t *xl = x[t] + 32 * j + 4 * c;
+          const __m256i l = kbc(xl), hb = kbc(xl + 256);
           A16_UNROLL for (int h = 0; h < 2; h++) {
-            kadd(&w[t][h][0][0], k[h][0], l0, c == 0);
-            kadd(&w[t][h][0][1], k[h][0], h0, c == 0);
-            kadd(&w[t][h][1][0], k[h][1], l1, c == 0);
-            kadd(&w[t][h][1][1], k[h][1], h1, c == 0);
+            kadd(&w[t][h][0], k[h], l, c == 0);
+            kadd(&w[t][h][1], k[h], hb, c == 0);
           }
         }
       }
       A16_UNROLL for (int h = 0; h < 2; h++) {
-        // sub-block 2 p + n's scale in both words of each dword, and x 128
-        __m256i s[2][2];
-        A16_UNROLL for (int n = 0; n < 2; n++) {
-          const int j = 2 * p + n;
-          s[n][0] = kbyte(j < 4 ? sa[h] : sb[h], j % 4, 0, 1);
-          s[n][1] = _mm256_slli_epi16(s[n][0], 7);
-        }
+        // the scale in both words of each dword, and x 128
+        const __m256i s0 = kbyte(q4k_scale(G, h, j, 0), j % 4, 0, 1);
+        const __m256i s1 = _mm256_slli_epi16(s0, 7);
         A16_UNROLL for (int t = 0; t < NT; t++) {
-          __m256i v = _mm256_add_epi32(_mm256_madd_epi16(w[t][h][0][0], s[0][0]),
-                                       _mm256_madd_epi16(w[t][h][0][1], s[0][1]));
-          v = _mm256_add_epi32(v, _mm256_madd_epi16(w[t][h][1][0], s[1][0]));
-          v = _mm256_add_epi32(v, _mm256_madd_epi16(w[t][h][1][1], s[1][1]));
-          is[2 * t + h] = p % 2 ? _mm256_add_epi32(is[2 * t + h], v) : v;
+          const __m256i v = _mm256_add_epi32(_mm256_madd_epi16(w[t][h][0], s0),
+                                             _mm256_madd_epi16(w[t][h][1], s1));
+          is[2 * t + h] = j % 4 ? _mm256_add_epi32(is[2 * t + h], v) : v;
         }
       }
     }
@@ -137,7 +127,7 @@ AT AI void q4k_block(const int NT, const uint8_t *G, int64_t nb, int64_t b, cons
     const __m256 dmw = _mm256_cvtph_ps(a16_load128(G + 32 + 16 * h));
     __m256 mf[8];  // the mins as f32
     A16_UNROLL for (int j = 0; j < 8; j++)
-        mf[j] = _mm256_cvtepi32_ps(kbyte(j < 4 ? ma[h] : mb[h], j % 4, 0, 0));
+        mf[j] = _mm256_cvtepi32_ps(kbyte(q4k_scale(G, h, j, 1), j % 4, 0, 0));
     A16_UNROLL for (int t = 0; t < NT; t++) {
       const wk_act16k *a = (const wk_act16k *)(xq + (size_t)t * xs) + b;
       __m256 mn = _mm256_setzero_ps();
@@ -174,58 +164,48 @@ AT AI void q6k_block(const int NT, const uint8_t *G, int64_t nb, int64_t b, cons
     x[t] = (const int8_t *)(xq + (size_t)t * xs) + wk_act16_bytes(WK_ACT_A16K, nb, b);
     a[t] = (const wk_act16k *)(xq + (size_t)t * xs) + b;
   }
-  __m256 acc[2 * WK_PACK16_MAX_TOKENS], off[2 * WK_PACK16_MAX_TOKENS];
-  A16_UNROLL for (int i = 0; i < 2 * NT; i++) acc[i] = off[i] = _mm256_setzero_ps();
+  __m256 acc[2 * WK_PACK16_MAX_TOKENS];  // acc[2 t + h]: sum_j sc_j (dx S_j - 32 s_j)
+  A16_UNROLL for (int i = 0; i < 2 * NT; i++) acc[i] = _mm256_setzero_ps();
   A16_UNROLL for (int hh = 0; hh < 2; hh++) {
-    A16_UNROLL for (int s = 0; s < 4; s++) {
-      const int jl = 8 * hh + s, jh = 8 * hh + 4 + s;  // the two 16-value sub-blocks
-      __m256i S[2 * WK_PACK16_MAX_TOKENS][2];          // [2 t + h][low / high nibbles]
-      A16_UNROLL for (int p = 0; p < 2; p++) {         // chunks 2 p, 2 p + 1 of the 4
-        // k[h][u][n]: half h, chunk 2 p + u, nibble n
-        __m256i k[2][2][2];
+    A16_UNROLL for (int j4 = 0; j4 < 8; j4++) {
+      // chunks 16 hh + 4 s + u (u < 4): sub-block j = 8 hh + 4 n + s, nibble n
+      const int s = j4 % 4, n = j4 / 4, j = 8 * hh + j4;
+      __m256i S[2 * WK_PACK16_MAX_TOKENS];  // [2 t + h]
+      A16_UNROLL for (int p = 0; p < 2; p++) {  // chunks u = 2 p, 2 p + 1
+        __m256i k[2][2];                         // [h][u]
         A16_UNROLL for (int h = 0; h < 2; h++) {
           const int c = 16 * hh + 4 * s + 2 * p;  // even: qh dword c / 2 serves both
           const __m256i q = a16_load(qh + 64 * (c / 2) + 32 * h);
           A16_UNROLL for (int u = 0; u < 2; u++) {
             const __m256i raw = a16_load(ql + 64 * (c + u) + 32 * h);
-            k[h][u][0] = _mm256_or_si256(_mm256_and_si256(raw, m4),
-                                         _mm256_and_si256(q6_high(q, 2 * u), t2));
-            k[h][u][1] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(raw, 4), m4),
-                                         _mm256_and_si256(q6_high(q, 2 * u + 1), t2));
+            k[h][u] = _mm256_or_si256(_mm256_and_si256(n ? _mm256_srli_epi16(raw, 4) : raw, m4),
+                                      _mm256_and_si256(q6_high(q, 2 * u + n), t2));
           }
         }
         A16_UNROLL for (int t = 0; t < NT; t++) {
-          const int8_t *xl = x[t] + 128 * hh + 16 * s + 8 * p;  // chunk 2 p's values
-          __m256i bl[2][2], bh[2][2];  // [nibble][chunk]: lo bytes, hi bytes
-          A16_UNROLL for (int n = 0; n < 2; n++) A16_UNROLL for (int u = 0; u < 2; u++) {
-            bl[n][u] = kbc(xl + 64 * n + 4 * u);
-            bh[n][u] = kbc(xl + 256 + 64 * n + 4 * u);
-          }
-          A16_UNROLL for (int h = 0; h < 2; h++) A16_UNROLL for (int n = 0; n < 2; n++) {
+          const int8_t *xl = x[t] + 16 * j + 8 * p;  // chunk 2 p's values
+          const __m256i l0 = kbc(xl), l1 = kbc(xl + 4), h0 = kbc(xl + 256), h1 = kbc(xl + 260);
+          A16_UNROLL for (int h = 0; h < 2; h++) {
             __m256i wl, wh;
-            kadd(&wl, k[h][0][n], bl[n][0], 1);
-            kadd(&wl, k[h][1][n], bl[n][1], 0);
-            kadd(&wh, k[h][0][n], bh[n][0], 1);
-            kadd(&wh, k[h][1][n], bh[n][1], 0);
+            kadd(&wl, k[h][0], l0, 1);
+            kadd(&wl, k[h][1], l1, 0);
+            kadd(&wh, k[h][0], h0, 1);
+            kadd(&wh, k[h][1], h1, 0);
             const __m256i v =
                 _mm256_add_epi32(_mm256_madd_epi16(wl, one), _mm256_madd_epi16(wh, w128));
-            __m256i *sv = &S[2 * t + h][n];
-            *sv = p ? _mm256_add_epi32(*sv, v) : v;
+            S[2 * t + h] = p ? _mm256_add_epi32(S[2 * t + h], v) : v;
           }
         }
       }
       A16_UNROLL for (int h = 0; h < 2; h++) {
-        // the scales x 2^24 (d takes 2^-24)
-        const __m256 sl = _mm256_cvtepi32_ps(kbyte(a16_load(G + 32 + 64 * (jl / 4) + 32 * h),
-                                                   jl % 4, 3, 0));
-        const __m256 sh = _mm256_cvtepi32_ps(kbyte(a16_load(G + 32 + 64 * (jh / 4) + 32 * h),
-                                                   jh % 4, 3, 0));
+        // the scale x 2^24 (d takes 2^-24)
+        const __m256 sc = _mm256_cvtepi32_ps(kbyte(a16_load(G + 32 + 64 * (j / 4) + 32 * h),
+                                                   j % 4, 3, 0));
         A16_UNROLL for (int t = 0; t < NT; t++) {
           const int i = 2 * t + h;
-          acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(S[i][0]), sl, acc[i]);
-          acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(S[i][1]), sh, acc[i]);
-          off[i] = _mm256_fmadd_ps(sl, _mm256_set1_ps(a[t]->s[jl]), off[i]);
-          off[i] = _mm256_fmadd_ps(sh, _mm256_set1_ps(a[t]->s[jh]), off[i]);
+          const __m256 v = _mm256_fmsub_ps(_mm256_set1_ps(a[t]->d), _mm256_cvtepi32_ps(S[i]),
+                                           _mm256_set1_ps(32.0f * a[t]->s[j]));
+          acc[i] = _mm256_fmadd_ps(v, sc, acc[i]);
         }
       }
     }
@@ -233,17 +213,12 @@ AT AI void q6k_block(const int NT, const uint8_t *G, int64_t nb, int64_t b, cons
   A16_UNROLL for (int h = 0; h < 2; h++) {
     const __m256 dw =
         _mm256_mul_ps(_mm256_cvtph_ps(a16_load128(G + 16 * h)), _mm256_set1_ps(0x1p-24f));
-    A16_UNROLL for (int t = 0; t < NT; t++) {
-      const int i = 2 * t + h;
-      const __m256 v = _mm256_fmsub_ps(_mm256_set1_ps(a[t]->d), acc[i],
-                                       _mm256_mul_ps(_mm256_set1_ps(32.0f), off[i]));
-      y[i] = _mm256_fmadd_ps(dw, v, y[i]);
-    }
+    A16_UNROLL for (int t = 0; t < NT; t++) y[2 * t + h] = _mm256_fmadd_ps(dw, acc[2 * t + h], y[2 * t + h]);
   }
 }
 
 // One group x NT tokens -> y[t * ys + r].
-AT AI void kgroup2(const int type, const int NT, const uint8_t *g, int64_t nb,
+AT AI void kgroup_n(const int type, const int NT, const uint8_t *g, int64_t nb,
                    const uint8_t *xq, size_t xs, float *y, size_t ys) {
   const size_t sb = 16 * (size_t)(type == WK_Q4_K ? 144 : 210);  // a super-block of 16 rows
   __m256 acc[2 * WK_PACK16_MAX_TOKENS];
@@ -257,6 +232,20 @@ AT AI void kgroup2(const int type, const int NT, const uint8_t *g, int64_t nb,
   A16_UNROLL for (int t = 0; t < NT; t++) {
     _mm256_storeu_ps(y + (size_t)t * ys, acc[2 * t]);
     _mm256_storeu_ps(y + (size_t)t * ys + 8, acc[2 * t + 1]);
+  }
+}
+
+// The same, 4 tokens as two passes of 2 (the group's second pass from L2):
+// at once the 4 tokens' word sums spill (scratch harness, rows in L2, GB/s x
+// tokens: Q6_K 4 tokens at once 16-19 against the tile's 26-32, 2 tokens
+// 26-28).
+AT AI void kgroup2(const int type, const int NT, const uint8_t *g, int64_t nb,
+                   const uint8_t *xq, size_t xs, float *y, size_t ys) {
+  if (NT == 4) {
+    kgroup_n(type, 2, g, nb, xq, xs, y, ys);
+    kgroup_n(type, 2, g, nb, xq + 2 * xs, xs, y + 2 * ys, ys);
+  } else {
+    kgroup_n(type, NT, g, nb, xq, xs, y, ys);
   }
 }
 
