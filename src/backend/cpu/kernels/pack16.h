@@ -2,7 +2,8 @@
 // of the 32-value block formats (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL), of
 // Q2_K, Q3_K, Q4_K, Q5_K, Q6_K and IQ4_XS, and of F16, BF16 and FP8; and
 // for the AVX2 ones of Q4_0, Q4_1, Q5_0, Q5_1 and IQ4_NL (pack16_avx2.c: a
-// chunk's 16 rows as two 256-bit halves, pmaddubsw instead of vpdpbusd).
+// chunk's 16 rows as two 256-bit halves, pmaddubsw instead of vpdpbusd) and
+// of Q4_K and Q6_K (pack16k_avx2.c, the same way).
 //
 // Why: the file's layout keeps each row's blocks together, so a decode tile
 // that multiplies 8 rows at once spends most of its time moving bytes
@@ -99,7 +100,8 @@ void wk_pack16_unpack(int type, int64_t k, const uint8_t *group, uint8_t *dst, s
 // the rest the same up to f32 rounding (Q3_K: the 8-bit-activation vec_dot's,
 // the float types: the kernel table's); NULL when the type has none at the
 // CPU's best level (wk_kernel_best_level: AVX-512 VNNI, every packed type;
-// AVX2, the 32-value formats whose AVX2 kernel pays, pack16.c; below, none).
+// AVX2, the 32-value formats whose AVX2 kernel pays and Q4_K, Q6_K, pack16.c;
+// below, none).
 wk_gemm_fn wk_pack16_gemm(int type);
 // The same at `level` (WK_LEVEL_AUTO: the best; NULL above the best or where
 // that level has no packed kernel of `type`).
