@@ -17,7 +17,11 @@
 //   Q6_K: a chunk's 6-bit codes (nibble | 2 bits from the rearranged qh, by
 //   one shift and masks) make 16-value sub-blocks of 4 chunks; the words of
 //   2 chunks add, vpmaddwd with 1 (lo) or 128 (hi); each sub-block's sum goes
-//   to f32 and accumulates times its int8 scale.
+//   to f32 as dx S_j - 32 s_j and accumulates times its int8 scale.
+// One sub-block at a time (Q4_K: a chunk's low nibbles, then its high ones
+// from the same bytes again): both at once keep twice the word sums live,
+// which spilled and ran about the tile's speed. 4 tokens: two passes of 2
+// (kgroup2).
 // Per super-block (dx, s: the activation's d and per-16 sums d sum v):
 //   Q4_K  y += d dx sum_j sc_j S_j - dmin sum_j m_j (s_2j + s_2j+1)
 //   Q6_K  y += d (dx sum_j sc_j S_j - 32 sum_j sc_j s_j)
@@ -34,6 +38,10 @@
 // a Q6_K sub-block sum at most 16 x 63 x 16383 < 2^24 (exact in f32).
 // Q6_K's int8 scales go to f32 as sc x 2^24 (the byte at the top of its
 // dword: one vpshufb), d as d x 2^-24: both exact.
+//
+// Not Q5_K: the same with the fifth bit or-ed in per chunk ran 0.83-0.85x
+// the tile at one token (its codes take as many operations as their
+// products; bench/RESULTS.md).
 //
 // AT: act16_x86.h's AVX2 + FMA + F16C; pack16.c calls these only at that
 // level or above.
