@@ -221,7 +221,8 @@ AT AI void q6k_block(const int NT, const uint8_t *G, int64_t nb, int64_t b, cons
   A16_UNROLL for (int h = 0; h < 2; h++) {
     const __m256 dw =
         _mm256_mul_ps(_mm256_cvtph_ps(a16_load128(G + 16 * h)), _mm256_set1_ps(0x1p-24f));
-    A16_UNROLL for (int t = 0; t < NT; t++) y[2 * t + h] = _mm256_fmadd_ps(dw, acc[2 * t + h], y[2 * t + h]);
+    A16_UNROLL for (int t = 0; t < NT; t++)
+        y[2 * t + h] = _mm256_fmadd_ps(dw, acc[2 * t + h], y[2 * t + h]);
   }
 }
 
