@@ -242,6 +242,13 @@ AT AI void a16_store_rows8(__m256 acc, float *y, size_t yr) {
 AT AI __m256i a16_load(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
 AT AI __m128i a16_load128(const void *p) { return _mm_loadu_si128((const __m128i *)p); }
 
+// The 4 bytes at p in every dword (a broadcast load).
+AT AI __m256i a16_bcast4(const void *p) {
+  int32_t v;
+  memcpy(&v, p, 4);
+  return _mm256_set1_epi32(v);
+}
+
 // 16 bytes at p in both 128-bit halves.
 AT AI __m256i a16_bcast16(const void *p) {
   return _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)p));

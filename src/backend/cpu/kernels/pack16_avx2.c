@@ -50,13 +50,6 @@ AT AI int p2_offset(const int type) {
   }
 }
 
-// The 4 bytes at p in every dword (a broadcast load).
-AT AI __m256i bc(const void *p) {
-  int32_t v;
-  memcpy(&v, p, 4);
-  return _mm256_set1_epi32(v);
-}
-
 // Chunk j's codes of one half (its 32 bytes at p): *lo values 4 j .. 4 j +
 // 3, *hi values 16 + 4 j .. (Q5: fifth bits from the half's qh dwords at
 // qh; IQ4_NL: table values + 128).
@@ -113,7 +106,7 @@ AT AI void sums(const int type, const int NT, const uint8_t *qs, const uint8_t *
         }
         const int at = 4 * (j + 4 * v);  // code vector j + 4 v's pairs
         A16_UNROLL for (int t = 0; t < NT; t++) {
-          const __m256i xe = bc(e[t] + at), xo = bc(e[t] + at + 2);
+          const __m256i xe = a16_bcast4(e[t] + at), xo = a16_bcast4(e[t] + at + 2);
           A16_UNROLL for (int h = 0; h < 2; h++) {
             __m256i *sv = &s[2 * t + h];
             *sv = _mm256_add_epi32(*sv, _mm256_madd_epi16(ev[h], xe));
@@ -126,8 +119,8 @@ AT AI void sums(const int type, const int NT, const uint8_t *qs, const uint8_t *
     }
     A16_UNROLL for (int t = 0; t < NT; t++) {
       const int8_t *xl = q[t], *xh = q[t] + 32;
-      const __m256i l0 = bc(xl + 4 * j), l1 = bc(xl + 16 + 4 * j);
-      const __m256i h0 = bc(xh + 4 * j), h1 = bc(xh + 16 + 4 * j);
+      const __m256i l0 = a16_bcast4(xl + 4 * j), l1 = a16_bcast4(xl + 16 + 4 * j);
+      const __m256i h0 = a16_bcast4(xh + 4 * j), h1 = a16_bcast4(xh + 16 + 4 * j);
       A16_UNROLL for (int h = 0; h < 2; h++) {
         const int i = 2 * t + h;
         const __m256i pl = _mm256_add_epi16(_mm256_maddubs_epi16(c[h][0], l0),

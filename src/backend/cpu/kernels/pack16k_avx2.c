@@ -48,13 +48,6 @@
 #include "backend/cpu/kernels/act16.h"
 #include "backend/cpu/kernels/pack16_x86.h"
 
-// The 4 bytes at p in every dword (a broadcast load).
-AT AI __m256i kbc(const void *p) {
-  int32_t v;
-  memcpy(&v, p, 4);
-  return _mm256_set1_epi32(v);
-}
-
 // Byte k (0..3) of every dword of v at byte `to` (0..3) of the dword, and
 // also at byte 2 when both (the two words' low bytes); the other bytes 0.
 AT AI __m256i kbyte(__m256i v, const int k, const int to, const int both) {
@@ -109,7 +102,7 @@ AT AI void q4k_block(const int NT, const uint8_t *G, int64_t nb, int64_t b, cons
         }
         A16_UNROLL for (int t = 0; t < NT; t++) {
           const int8_t *xl = x[t] + 32 * j + 4 * c;
-          const __m256i l = kbc(xl), hb = kbc(xl + 256);
+          const __m256i l = a16_bcast4(xl), hb = a16_bcast4(xl + 256);
           A16_UNROLL for (int h = 0; h < 2; h++) {
             kadd(&w[t][h][0], k[h], l, c == 0);
             kadd(&w[t][h][1], k[h], hb, c == 0);
@@ -192,7 +185,8 @@ AT AI void q6k_block(const int NT, const uint8_t *G, int64_t nb, int64_t b, cons
         }
         A16_UNROLL for (int t = 0; t < NT; t++) {
           const int8_t *xl = x[t] + 16 * j + 8 * p;  // chunk 2 p's values
-          const __m256i l0 = kbc(xl), l1 = kbc(xl + 4), h0 = kbc(xl + 256), h1 = kbc(xl + 260);
+          const __m256i l0 = a16_bcast4(xl), l1 = a16_bcast4(xl + 4);
+          const __m256i h0 = a16_bcast4(xl + 256), h1 = a16_bcast4(xl + 260);
           A16_UNROLL for (int h = 0; h < 2; h++) {
             __m256i wl, wh;
             kadd(&wl, k[h][0], l0, 1);
