@@ -43,7 +43,7 @@ typedef struct p16k_fmt {
   int vals;  // values a block
   int n;
   p16k_field f[5];
-  int qh_at;  // Q6_K's qh (rearranged before chunking), else -1
+  int codes_at;  // Q6_K's ql and qh (rearranged before chunking), else -1
 } p16k_fmt;
 
 static int kfmt_of(int type, p16k_fmt *k) {
@@ -62,7 +62,7 @@ static int kfmt_of(int type, p16k_fmt *k) {
       *k = (p16k_fmt){136, 256, 4, {{0, 2, 2}, {2, 2, 2}, {4, 4, 4}, {8, 128, 4}}, -1};
       return 1;
     case WK_Q6_K:  // ql[128] qh[64] scales[16] d
-      *k = (p16k_fmt){210, 256, 4, {{208, 2, 2}, {192, 16, 4}, {0, 128, 4}, {128, 64, 4}}, 128};
+      *k = (p16k_fmt){210, 256, 3, {{208, 2, 2}, {192, 16, 4}, {0, 192, 4}}, 0};
       return 1;
     case WK_F16:  // 32 values, a column's 16 rows a chunk
       *k = (p16k_fmt){64, 32, 1, {{0, 64, 2}}, -1};
@@ -78,55 +78,91 @@ static int kfmt_of(int type, p16k_fmt *k) {
   }
 }
 
-// Q6_K's 2-bit fields (value v: bits 2 (v % 128 / 32) of qh[32 (v / 128) +
-// v % 32]) in the order of the packed code chunks: chunk c = 16 h + i of ql
-// (bytes 64 h + 4 i ..) holds values 128 h + 4 i + k in its low nibbles and
-// 128 h + 64 + 4 i + k in its high ones (k = 0..3); byte k of the packed
-// qh's dword c / 2 holds, at bits 2 m, m = 2 (c % 2) + (high nibble), the
-// field of that value, so that one shift puts it at bits 4..5 of byte k.
-//
-// In dwords: file qh dword 8 h + 2 s + u (u = 0, 1; s = 0..3) and packed
-// dword 8 h + 4 t + s (t = 0, 1) trade their fields byte by byte: the file's
-// field (half, t) at bits 4 half + 2 t is the packed one's at 4 u + 2 half.
-// Each step below moves bits within their byte (masks per byte).
-#define Q6M(b) (0x01010101u * (b))
-static void qh6_move(const uint8_t *qh, uint8_t *out, int to_packed) {
-  uint32_t in[16], o[16];
-  memcpy(in, qh, 64);
-  for (int h = 0; h < 2; h++)
-    for (int s = 0; s < 4; s++) {
-      uint32_t *f0 = &o[8 * h + 2 * s], *f1 = f0 + 1, *p0 = &o[8 * h + s], *p1 = p0 + 4;
-      if (to_packed) {
-        const uint32_t F0 = in[8 * h + 2 * s], F1 = in[8 * h + 2 * s + 1];
-        *p0 = (F0 & Q6M(0x03)) | (F0 >> 2 & Q6M(0x0c)) | (F1 << 4 & Q6M(0x30)) |
-              (F1 << 2 & Q6M(0xc0));
-        *p1 = (F0 >> 2 & Q6M(0x03)) | (F0 >> 4 & Q6M(0x0c)) | (F1 << 2 & Q6M(0x30)) |
-              (F1 & Q6M(0xc0));
-      } else {
-        const uint32_t P0 = in[8 * h + s], P1 = in[8 * h + s + 4];
-        *f0 = (P0 & Q6M(0x03)) | (P1 << 2 & Q6M(0x0c)) | (P0 << 2 & Q6M(0x30)) |
-              (P1 << 4 & Q6M(0xc0));
-        *f1 = (P0 >> 4 & Q6M(0x03)) | (P1 >> 2 & Q6M(0x0c)) | (P0 >> 2 & Q6M(0x30)) |
-              (P1 & Q6M(0xc0));
+// Q6_K's codes (the file's ql[128] qh[64]: value v = 128 n + w has its low
+// 4 bits in nibble w / 64 of ql[64 n + w % 64] and its high 2 bits at bits
+// 2 (w / 32) of qh[32 n + w % 32]) <-> the packed order (pack16.h): sub-block
+// j = 4 q + t (16 values) for t < 3 as whole 6-bit codes in bits 0..5 of
+// dwords 12 q + 4 t + u (byte k: value 16 j + 4 u + k), and sub-block 4 q + 3
+// as 2-bit pieces in those bytes' bits 6..7 (piece t: its code's bits 2 t,
+// 2 t + 1).
+// Sub-block j's 16 codes from the file's bytes f, and back, 8 bytes a word
+// (each shift is masked to bits that stay within their byte).
+#define Q6B(b) (0x0101010101010101ull * (b))
+static void q6_sub_get(const uint8_t *f, int j, uint64_t c[2]) {
+  const uint8_t *ql = f + 64 * (j / 8) + 16 * (j % 4), *qh = f + 128 + 32 * (j / 8) + 16 * (j % 2);
+  const int ls = 4 * (j % 8 / 4), hs = 2 * (j % 8 / 2);
+  for (int h = 0; h < 2; h++) {
+    uint64_t l, q;
+    memcpy(&l, ql + 8 * h, 8);
+    memcpy(&q, qh + 8 * h, 8);
+    c[h] = (l >> ls & Q6B(15)) | (q >> hs & Q6B(3)) << 4;
+  }
+}
+
+static void q6_sub_put(const uint64_t c[2], int j, uint8_t *f) {
+  uint8_t *ql = f + 64 * (j / 8) + 16 * (j % 4), *qh = f + 128 + 32 * (j / 8) + 16 * (j % 2);
+  const int ls = 4 * (j % 8 / 4), hs = 2 * (j % 8 / 2);
+  for (int h = 0; h < 2; h++) {
+    uint64_t l, q;
+    memcpy(&l, ql + 8 * h, 8);
+    memcpy(&q, qh + 8 * h, 8);
+    l |= (c[h] & Q6B(15)) << ls;
+    q |= (c[h] >> 4 & Q6B(3)) << hs;
+    memcpy(ql + 8 * h, &l, 8);
+    memcpy(qh + 8 * h, &q, 8);
+  }
+}
+
+// Byte i = 4 u + k of dwords 12 q + 4 t + u (t < 3): 16 bytes from o + 4 (12
+// q + 4 t).
+static void q6_to_packed(const uint8_t *f, uint8_t *o) {
+  for (int q = 0; q < 4; q++) {
+    uint64_t e[2], c[2];
+    q6_sub_get(f, 4 * q + 3, e);
+    for (int t = 0; t < 3; t++) {
+      q6_sub_get(f, 4 * q + t, c);
+      for (int h = 0; h < 2; h++) {
+        const uint64_t d = c[h] | (e[h] >> (2 * t) & Q6B(3)) << 6;
+        memcpy(o + 4 * (12 * q + 4 * t) + 8 * h, &d, 8);
       }
     }
-  memcpy(out, o, 64);
+  }
 }
-#undef Q6M
+
+static void q6_from_packed(const uint8_t *o, uint8_t *f) {
+  memset(f, 0, 192);
+  for (int q = 0; q < 4; q++) {
+    uint64_t e[2] = {0, 0}, c[2];
+    for (int t = 0; t < 3; t++) {
+      for (int h = 0; h < 2; h++) {
+        uint64_t d;
+        memcpy(&d, o + 4 * (12 * q + 4 * t) + 8 * h, 8);
+        c[h] = d & Q6B(63);
+        e[h] |= (d >> 6 & Q6B(3)) << (2 * t);
+      }
+      q6_sub_put(c, 4 * q + t, f);
+    }
+    q6_sub_put(e, 4 * q + 3, f);
+  }
+}
+#undef Q6B
 
 // One row's super-block (blk, the file's layout) into the group's (g).
 static void pack_kblock(const p16k_fmt *k, int r, const uint8_t *blk, uint8_t *g) {
-  uint8_t qh[64];
+  uint8_t codes[192];
   size_t at = 0;
   for (int i = 0; i < k->n; i++) {
     const p16k_field *f = &k->f[i];
     const uint8_t *src = blk + f->at;
-    if (f->at == k->qh_at) {
-      qh6_move(src, qh, 1);
-      src = qh;
+    if (f->at == k->codes_at) {
+      q6_to_packed(src, codes);
+      src = codes;
     }
     const int u = f->unit;
-    for (int c = 0; c < f->len / u; c++) memcpy(g + at + 16 * u * c + u * r, src + u * c, u);
+    if (u == 4)  // fixed sizes: copies inline
+      for (int c = 0; c < f->len / 4; c++) memcpy(g + at + 64 * c + 4 * r, src + 4 * c, 4);
+    else
+      for (int c = 0; c < f->len / 2; c++) memcpy(g + at + 32 * c + 2 * r, src + 2 * c, 2);
     at += 16 * (size_t)f->len;
   }
 }
@@ -279,7 +315,10 @@ static void unpack_field(const uint8_t *g, size_t at, int len, int unit, uint8_t
                          size_t row_bytes, size_t off) {
   for (int c = 0; c < len / unit; c++)
     for (int r = 0; r < WK_PACK16_ROWS; r++)
-      memcpy(dst + r * row_bytes + off + unit * c, g + at + 16 * unit * c + unit * r, unit);
+      if (unit == 4)  // fixed sizes: copies inline
+        memcpy(dst + r * row_bytes + off + 4 * c, g + at + 64 * c + 4 * r, 4);
+      else
+        memcpy(dst + r * row_bytes + off + 2 * c, g + at + 32 * c + 2 * r, 2);
 }
 
 void wk_pack16_unpack(int type, int64_t k, const uint8_t *group, uint8_t *dst, size_t row_bytes) {
@@ -298,10 +337,12 @@ void wk_pack16_unpack(int type, int64_t k, const uint8_t *group, uint8_t *dst, s
         unpack_field(g, at, fl->len, fl->unit, dst, row_bytes, (size_t)(b * kf.bytes + fl->at));
         at += 16 * (size_t)fl->len;
       }
-      if (kf.qh_at >= 0)
+      if (kf.codes_at >= 0)
         for (int r = 0; r < WK_PACK16_ROWS; r++) {
-          uint8_t *q = dst + r * row_bytes + (size_t)(b * kf.bytes + kf.qh_at);
-          qh6_move(q, q, 0);
+          uint8_t *q = dst + r * row_bytes + (size_t)(b * kf.bytes + kf.codes_at);
+          uint8_t packed[192];
+          memcpy(packed, q, 192);
+          q6_from_packed(packed, q);
         }
     }
     return;

@@ -39,10 +39,12 @@
 //   Q2_K  d, dmin, scales (4), qs (16): 1344 bytes
 //   Q5_K  d, dmin, scales (3), qh (8, the file's bytes), qs (32): 2816 bytes
 //   IQ4_XS  d, scales_h, scales_l (1), qs (32): 2176 bytes
-//   Q6_K  d, scales (4), ql (32), qh (16), qh rearranged per row so that
-//         chunk c of ql (low nibbles: values 128 h + 4 i + k, high: 128 h +
-//         64 + 4 i + k, c = 16 h + i) finds value k's 2 high bits in byte k
-//         of qh's dword c / 2 at bits 2 m, m = 2 (c % 2) + (high): 3360 bytes
+//   Q6_K  d, scales (4), codes (48): 3360 bytes. A row's 6-bit codes (value
+//         v: its ql nibble | its 2 qh bits << 4) rearranged before chunking:
+//         sub-block j = 4 q + t (values 16 j ..) for t < 3 in dwords 12 q +
+//         4 t + u (u < 4), byte k: bits 0..5 the code of value 16 j + 4 u +
+//         k, bits 6..7 bits 2 t, 2 t + 1 of the code of value 16 (4 q + 3)
+//         + 4 u + k (so sub-block 4 q + 3 lives in the others' top bits)
 //   Q3_K  codes (24 chunks), scales (3), d: 1760 bytes; odd super-blocks
 //         put d first (d, codes, scales), so that where the group starts on
 //         a cache line so does every chunk. A row's fields, their bits

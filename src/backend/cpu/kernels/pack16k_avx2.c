@@ -14,10 +14,11 @@
 //   sub-block's 8 chunks of words add, then vpmaddwd takes the row's 6-bit
 //   scale in both words of its dword (lo words) or 128 x it (hi words), so
 //   the scaled sums stay integers; they go to f32 twice a super-block.
-//   Q6_K: a chunk's 6-bit codes (nibble | 2 bits from the rearranged qh, by
-//   one shift and masks) make 16-value sub-blocks of 4 chunks; the words of
-//   2 chunks add, vpmaddwd with 1 (lo) or 128 (hi); each sub-block's sum goes
-//   to f32 as dx S_j - 32 s_j and accumulates times its int8 scale.
+//   Q6_K: a chunk's 6-bit codes (one mask; every fourth sub-block gathered
+//   from three chunks' top 2 bits by shifts and masks) make 16-value
+//   sub-blocks of 4 chunks; the words of 2 chunks add, vpmaddwd with 1 (lo)
+//   or 128 (hi); each sub-block's sum goes to f32 as dx S_j - 32 s_j and
+//   accumulates times its int8 scale.
 // One sub-block at a time (Q4_K: a chunk's low nibbles, then its high ones
 // from the same bytes again): both at once keep twice the word sums live,
 // which spilled and ran about the tile's speed. 4 tokens: two passes of 2
@@ -141,23 +142,26 @@ AT AI void q4k_block(const int NT, const uint8_t *G, int64_t nb, int64_t b, cons
   }
 }
 
-// ---- Q6_K: d[16] | scales 4 chunks | ql 32 chunks | qh 16 chunks (3360) -----
+// ---- Q6_K: d[16] | scales 4 chunks | codes 48 chunks (3360 bytes) ----------
 
-// qh's field m (0..3) of each byte at bits 4..5 (other bits: garbage
-// outside 4..5, masked by the caller).
-AT AI __m256i q6_high(__m256i q, const int m) {
-  switch (m) {
-    case 0: return _mm256_slli_epi32(q, 4);
-    case 1: return _mm256_slli_epi32(q, 2);
-    case 2: return q;
-    default: return _mm256_srli_epi32(q, 2);
-  }
+// Half h of chunk u of sub-block j's codes (0..63; layout: pack16.h).
+AT AI __m256i q6_codes(const uint8_t *qc, const int j, const int u, const int h) {
+  const int q = j / 4, t = j % 4;
+  const uint8_t *p = qc + 64 * (12 * q + u) + 32 * h;
+  const __m256i m6 = _mm256_set1_epi8(63);
+  if (t < 3) return _mm256_and_si256(a16_load(p + 256 * t), m6);
+  // bits 6..7 of chunks +0, +4, +8 at bits 0..1, 2..3, 4..5
+  const __m256i a = _mm256_and_si256(_mm256_srli_epi16(a16_load(p), 6), _mm256_set1_epi8(3));
+  const __m256i b = _mm256_and_si256(_mm256_srli_epi16(a16_load(p + 256), 4),
+                                     _mm256_set1_epi8(12));
+  const __m256i c = _mm256_and_si256(_mm256_srli_epi16(a16_load(p + 512), 2),
+                                     _mm256_set1_epi8(48));
+  return _mm256_or_si256(_mm256_or_si256(a, b), c);
 }
 
 AT AI void q6k_block(const int NT, const uint8_t *G, int64_t nb, int64_t b, const uint8_t *xq,
                      size_t xs, __m256 *y) {
-  const uint8_t *ql = G + 288, *qh = G + 2336;
-  const __m256i m4 = _mm256_set1_epi8(15), t2 = _mm256_set1_epi8(48);
+  const uint8_t *qc = G + 288;
   const __m256i one = _mm256_set1_epi16(1), w128 = _mm256_set1_epi16(128);
   const int8_t *x[WK_PACK16_MAX_TOKENS];
   const wk_act16k *a[WK_PACK16_MAX_TOKENS];
@@ -169,20 +173,12 @@ AT AI void q6k_block(const int NT, const uint8_t *G, int64_t nb, int64_t b, cons
   A16_UNROLL for (int i = 0; i < 2 * NT; i++) acc[i] = _mm256_setzero_ps();
   A16_UNROLL for (int hh = 0; hh < 2; hh++) {
     A16_UNROLL for (int j4 = 0; j4 < 8; j4++) {
-      // chunks 16 hh + 4 s + u (u < 4): sub-block j = 8 hh + 4 n + s, nibble n
-      const int s = j4 % 4, n = j4 / 4, j = 8 * hh + j4;
+      const int j = 8 * hh + j4;  // the sub-block
       __m256i S[2 * WK_PACK16_MAX_TOKENS];  // [2 t + h]
       A16_UNROLL for (int p = 0; p < 2; p++) {  // chunks u = 2 p, 2 p + 1
         __m256i k[2][2];                         // [h][u]
-        A16_UNROLL for (int h = 0; h < 2; h++) {
-          const int c = 16 * hh + 4 * s + 2 * p;  // even: qh dword c / 2 serves both
-          const __m256i q = a16_load(qh + 64 * (c / 2) + 32 * h);
-          A16_UNROLL for (int u = 0; u < 2; u++) {
-            const __m256i raw = a16_load(ql + 64 * (c + u) + 32 * h);
-            k[h][u] = _mm256_or_si256(_mm256_and_si256(n ? _mm256_srli_epi16(raw, 4) : raw, m4),
-                                      _mm256_and_si256(q6_high(q, 2 * u + n), t2));
-          }
-        }
+        A16_UNROLL for (int h = 0; h < 2; h++)
+          A16_UNROLL for (int u = 0; u < 2; u++) k[h][u] = q6_codes(qc, j, 2 * p + u, h);
         A16_UNROLL for (int t = 0; t < NT; t++) {
           const int8_t *xl = x[t] + 16 * j + 8 * p;  // chunk 2 p's values
           const __m256i l0 = a16_bcast4(xl), l1 = a16_bcast4(xl + 4);

@@ -9,11 +9,11 @@
 // lane (hi sums first, then shifted left by 7 as the lo sums' start). Q4_K's
 // and Q5_K's 32-value sub-blocks take 8 chunks (a chunk's low nibbles in
 // sub-block 2 i, its high ones in 2 i + 1, as in the file; Q5_K's fifth bits
-// by one shift and a masked or); Q6_K's 16-value ones 4 chunks,
-// the codes' high 2 bits from the rearranged qh by one shift and a masked
-// or. Scales: the rows' 6-bit (Q4_K) or int8 (Q6_K) sub-block scales are
-// taken out of their dwords a byte at a time (shifts and masks on 16 rows at
-// once) and go to f32; each sub-block's integer sum goes to f32 and
+// by one shift and a masked or); Q6_K's 16-value ones 4 chunks, three of
+// every four sub-blocks whole 6-bit codes (one and), the fourth gathered
+// from the other three's spare bits. Scales: the rows' 6-bit (Q4_K) or int8
+// (Q6_K) sub-block scales are taken out of their dwords a byte at a time
+// (shifts and masks on 16 rows at once) and go to f32; each sub-block's integer sum goes to f32 and
 // accumulates times its scale, and per super-block
 //   Q4_K, Q5_K  y += d dx sum_j sc_j S_j - dmin sum_j m_j (dx sum_j v)
 //   Q6_K  y += d (dx sum_j sc_j S_j - 32 sum_j sc_j (dx sum_j v))
@@ -22,11 +22,12 @@
 // in another order), not bit for bit.
 //
 // Q4_K's high nibbles go in as 16 x the code (raw & 0xf0: no shift), their
-// scale as sc / 16; Q6_K's int8 scales as sc x 2^24 (one vpshufb puts the
-// byte at the top of its dword), d as d x 2^-24: both exact.
+// scale as sc / 16 (Q6_K's gathered sub-blocks: 4 x the code, sc / 4); Q6_K's
+// int8 scales as sc x 2^24 (one vpshufb puts the byte at the top of its
+// dword), d as d x 2^-24: all exact.
 //
 // Bounds: a Q4_K sub-block sum is at most 32 x 240 x 16383 (< 2^27), a Q6_K
-// one 16 x 63 x 16383; the hi sums x 128 stay inside int32. Sums past 2^24
+// one 16 x 252 x 16383 (< 2^26); the hi sums x 128 stay inside int32. Sums past 2^24
 // round once in f32 (relative 2^-24).
 #define AT __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
 #include "backend/cpu/kernels/pack16_x512.h"
@@ -108,7 +109,11 @@ AT AI void k45_block(const int type, const int NT, const uint8_t *G, int64_t nb,
   }
 }
 
-// ---- Q6_K: d[16] | scales 4 chunks | ql 32 chunks | qh 16 chunks (3360) -----
+// ---- Q6_K: d[16] | scales 4 chunks | codes 48 chunks (3360 bytes) ----------
+// Sub-blocks 4 q .. 4 q + 2 are chunks 12 q + 4 t + u (t < 3) & 63; 4 q + 3
+// gathers its code's bits 0..1, 2..3, 4..5 from bits 6..7 of chunks 12 q + u,
+// + 4, + 8 (pack16.h) and goes in as 4 x the code (bits 2..7, its scale / 4):
+// one shift and one select a piece, no shift for the top one.
 
 // Sum of 16 values: code vectors c[0..3] against lo bytes xl and hi xh.
 AT AI __m512i sum16(const __m512i *c, const int8_t *xl, const int8_t *xh) {
@@ -119,47 +124,42 @@ AT AI __m512i sum16(const __m512i *c, const int8_t *xl, const int8_t *xh) {
   return l;
 }
 
-// qh's field m (0..3) of each byte at bits 4..5 (other bits: garbage
-// outside 4..5, masked by the caller).
-AT AI __m512i q6_high(__m512i q, const int m) {
-  switch (m) {
-    case 0: return _mm512_slli_epi32(q, 4);
-    case 1: return _mm512_slli_epi32(q, 2);
-    case 2: return q;
-    default: return _mm512_srli_epi32(q, 2);
-  }
+// Bits of a where m is set, of b elsewhere.
+AT AI __m512i sel(__m512i m, __m512i a, __m512i b) {
+  return _mm512_ternarylogic_epi32(a, b, m, 0xe4);
 }
 
 AT AI void q6k_block(const int NT, const uint8_t *G, int64_t nb, int64_t b, const uint8_t *xq,
                      size_t xs, __m512 *y) {
-  const uint8_t *ql = G + 288, *qh = G + 2336;
-  const __m512i m4 = _mm512_set1_epi8(15), t2 = _mm512_set1_epi8(48);
+  const uint8_t *qc = G + 288;
+  const __m512i m6 = _mm512_set1_epi8(63), m12 = _mm512_set1_epi8(12);
+  const __m512i top2 = _mm512_set1_epi8((char)0xc0), top4 = _mm512_set1_epi8((char)0xf0);
   __m512 acc[WK_PACK16_MAX_TOKENS], off[WK_PACK16_MAX_TOKENS];
   A16_UNROLL for (int t = 0; t < NT; t++) acc[t] = off[t] = _mm512_setzero_ps();
-  A16_UNROLL for (int h = 0; h < 2; h++) {
-    A16_UNROLL for (int s = 0; s < 4; s++) {
-      __m512i lo[4], hi[4];
+  A16_UNROLL for (int q = 0; q < 4; q++) {
+    const __m512i S = _mm512_loadu_si512(G + 32 + 64 * q);  // scales of 4 q .. 4 q + 3
+    A16_UNROLL for (int t = 0; t < 4; t++) {
+      const int j = 4 * q + t;
+      __m512i c[4];
       A16_UNROLL for (int u = 0; u < 4; u++) {
-        const int c = 16 * h + 4 * s + u;
-        const __m512i raw = _mm512_loadu_si512(ql + 64 * c);
-        const __m512i q = _mm512_loadu_si512(qh + 64 * (c / 2));
-        lo[u] = _mm512_ternarylogic_epi32(_mm512_and_si512(raw, m4), q6_high(q, 2 * (u % 2)), t2,
-                                          0xf8);
-        hi[u] = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(raw, 4), m4),
-                                          q6_high(q, 2 * (u % 2) + 1), t2, 0xf8);
+        const uint8_t *p = qc + 64 * (12 * q + u);
+        if (t < 3) {
+          c[u] = _mm512_and_si512(_mm512_loadu_si512(p + 256 * t), m6);
+        } else {  // 4 x the code: bits 6..7 of chunk +8, 4..5 of +4 (>> 2), 2..3 of +0 (>> 4)
+          const __m512i x = sel(top2, _mm512_loadu_si512(p + 512),
+                                _mm512_srli_epi16(_mm512_loadu_si512(p + 256), 2));
+          c[u] = sel(top4, x, _mm512_and_si512(_mm512_srli_epi16(_mm512_loadu_si512(p), 4), m12));
+        }
       }
-      const int jl = 8 * h + s, jh = 8 * h + 4 + s;  // the two 16-value sub-blocks
-      // the scales x 2^24 (d takes 2^-24)
-      const __m512 sl = byte_s24(_mm512_loadu_si512(G + 32 + 64 * (jl / 4)), jl % 4);
-      const __m512 sh = byte_s24(_mm512_loadu_si512(G + 32 + 64 * (jh / 4)), jh % 4);
-      A16_UNROLL for (int t = 0; t < NT; t++) {
-        const wk_act16k *a = (const wk_act16k *)(xq + (size_t)t * xs) + b;
-        const int8_t *xl = (const int8_t *)(xq + (size_t)t * xs) +
-                           wk_act16_bytes(WK_ACT_A16K, nb, b) + 128 * h + 16 * s;
-        acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum16(lo, xl, xl + 256)), sl, acc[t]);
-        acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum16(hi, xl + 64, xl + 320)), sh, acc[t]);
-        off[t] = _mm512_fmadd_ps(sl, _mm512_set1_ps(a->s[jl]), off[t]);
-        off[t] = _mm512_fmadd_ps(sh, _mm512_set1_ps(a->s[jh]), off[t]);
+      // the scale x 2^24 (d takes 2^-24); sub-block 4 q + 3's sum is 4 x its own
+      const __m512 sl = byte_s24(S, t);
+      const __m512 sa = t < 3 ? sl : _mm512_mul_ps(sl, _mm512_set1_ps(0.25f));
+      A16_UNROLL for (int k = 0; k < NT; k++) {
+        const wk_act16k *a = (const wk_act16k *)(xq + (size_t)k * xs) + b;
+        const int8_t *xl = (const int8_t *)(xq + (size_t)k * xs) +
+                           wk_act16_bytes(WK_ACT_A16K, nb, b) + 16 * j;
+        acc[k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum16(c, xl, xl + 256)), sa, acc[k]);
+        off[k] = _mm512_fmadd_ps(sl, _mm512_set1_ps(a->s[j]), off[k]);
       }
     }
   }
