@@ -2,8 +2,8 @@
 //  - packing then unpacking every row gives back the file's bytes, for every
 //    type with a packed layout and row lengths with an odd block count;
 //  - the packed layout is a permutation: every byte of the rows lands once
-//    (Q5, Q6_K: their high bits move within qh, Q3_K: its code and scale
-//    bits between bytes, so every set bit); ctest's test_pack16_avx2 runs
+//    (Q5_0, Q5_1: their high bits move within qh; Q5_K, Q6_K, Q3_K: code
+//    (and Q3_K's scale) bits move between bytes, so every set bit); ctest's test_pack16_avx2 runs
 //    these on the packing of CPUs below AVX-512 (Q3_K: a row at a time,
 //    where AVX-512 CPUs pack 16 rows at once), and the AVX2 level's packed
 //    kernels (Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL: pack16_avx2.c; Q4_K, Q6_K:
@@ -83,9 +83,11 @@ static void check_layout(int type, int64_t n, int rows, const uint8_t *w, uint8_
     same &= memcmp(back, w + g * rb, 16 * rb) == 0;
   }
   CHECK(same);
-  // a permutation within each group: byte histograms equal (Q5, Q6_K, Q3_K:
-  // their bits move within and between bytes, so the count of set bits)
-  const int q5 = type == WK_Q5_0 || type == WK_Q5_1 || type == WK_Q6_K || type == WK_Q3_K;
+  // a permutation within each group: byte histograms equal (Q5_0, Q5_1,
+  // Q5_K, Q6_K, Q3_K: their bits move within and between bytes, so the
+  // count of set bits)
+  const int q5 = type == WK_Q5_0 || type == WK_Q5_1 || type == WK_Q5_K || type == WK_Q6_K ||
+                 type == WK_Q3_K;
   for (int g = 0; g + 16 <= rows; g += 16) {
     size_t ha[256] = {0}, hb[256] = {0}, bits_a = 0, bits_b = 0;
     for (size_t i = 0; i < 16 * rb; i++) {

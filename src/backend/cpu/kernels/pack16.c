@@ -43,7 +43,7 @@ typedef struct p16k_fmt {
   int vals;  // values a block
   int n;
   p16k_field f[5];
-  int codes_at;  // Q6_K's ql and qh (rearranged before chunking), else -1
+  int codes_at;  // Q5_K's qh and qs, Q6_K's ql and qh (rearranged before chunking), else -1
 } p16k_fmt;
 
 static int kfmt_of(int type, p16k_fmt *k) {
@@ -52,8 +52,7 @@ static int kfmt_of(int type, p16k_fmt *k) {
       *k = (p16k_fmt){144, 256, 4, {{0, 2, 2}, {2, 2, 2}, {4, 12, 4}, {16, 128, 4}}, -1};
       return 1;
     case WK_Q5_K:  // d dmin scales[12] qh[32] qs[128]
-      *k = (p16k_fmt){
-          176, 256, 5, {{0, 2, 2}, {2, 2, 2}, {4, 12, 4}, {16, 32, 4}, {48, 128, 4}}, -1};
+      *k = (p16k_fmt){176, 256, 4, {{0, 2, 2}, {2, 2, 2}, {4, 12, 4}, {16, 160, 4}}, 16};
       return 1;
     case WK_Q2_K:  // scales[16] qs[64] d dmin
       *k = (p16k_fmt){84, 256, 4, {{80, 2, 2}, {82, 2, 2}, {0, 16, 4}, {16, 64, 4}}, -1};
@@ -147,15 +146,71 @@ static void q6_from_packed(const uint8_t *o, uint8_t *f) {
 }
 #undef Q6B
 
+// Q5_K's codes (the file's qh[32] qs[128]: value v = 32 j + l has its low 4
+// bits in nibble j % 2 of qs[32 (j / 2) + l] and its fifth at bit j of
+// qh[l]) <-> the packed order (pack16.h): sub-block t < 5 as 32 whole 5-bit
+// codes (bits 0..4 of bytes 32 t + l), sub-blocks 5..7 (s0, s1, s2) in bits
+// 5..7 of those bytes: s0 >> 2, s1 >> 2, s2 >> 2 in sub-blocks 0, 1, 2;
+// s0 & 3 | (s2 & 1) << 2 in 3; s1 & 3 | (s2 >> 1 & 1) << 2 in 4.
+#define Q5B(b) (0x0101010101010101ull * (b))
+static void q5_to_packed(const uint8_t *f, uint8_t *o) {
+  uint64_t c[8][4];  // [sub-block][8 values]
+  for (int j = 0; j < 8; j++)
+    for (int w = 0; w < 4; w++) {
+      uint64_t l, h;
+      memcpy(&l, f + 32 + 32 * (j / 2) + 8 * w, 8);
+      memcpy(&h, f + 8 * w, 8);
+      c[j][w] = (l >> (4 * (j % 2)) & Q5B(15)) | (h >> j & Q5B(1)) << 4;
+    }
+  for (int w = 0; w < 4; w++) {
+    const uint64_t s0 = c[5][w], s1 = c[6][w], s2 = c[7][w];
+    const uint64_t top[5] = {s0 >> 2 & Q5B(7), s1 >> 2 & Q5B(7), s2 >> 2 & Q5B(7),
+                             (s0 & Q5B(3)) | (s2 & Q5B(1)) << 2,
+                             (s1 & Q5B(3)) | (s2 >> 1 & Q5B(1)) << 2};
+    for (int t = 0; t < 5; t++) {
+      const uint64_t d = c[t][w] | top[t] << 5;
+      memcpy(o + 32 * t + 8 * w, &d, 8);
+    }
+  }
+}
+
+static void q5_from_packed(const uint8_t *o, uint8_t *f) {
+  uint64_t c[8][4];
+  for (int w = 0; w < 4; w++) {
+    uint64_t b[5], top[5];
+    for (int t = 0; t < 5; t++) {
+      memcpy(&b[t], o + 32 * t + 8 * w, 8);
+      c[t][w] = b[t] & Q5B(31);
+      top[t] = b[t] >> 5 & Q5B(7);
+    }
+    c[5][w] = top[0] << 2 | (top[3] & Q5B(3));
+    c[6][w] = top[1] << 2 | (top[4] & Q5B(3));
+    c[7][w] = top[2] << 2 | (top[3] >> 2 & Q5B(1)) | (top[4] >> 2 & Q5B(1)) << 1;
+  }
+  memset(f, 0, 160);
+  for (int j = 0; j < 8; j++)
+    for (int w = 0; w < 4; w++) {
+      uint64_t l, h;
+      memcpy(&l, f + 32 + 32 * (j / 2) + 8 * w, 8);
+      memcpy(&h, f + 8 * w, 8);
+      l |= (c[j][w] & Q5B(15)) << (4 * (j % 2));
+      h |= (c[j][w] >> 4 & Q5B(1)) << j;
+      memcpy(f + 32 + 32 * (j / 2) + 8 * w, &l, 8);
+      memcpy(f + 8 * w, &h, 8);
+    }
+}
+#undef Q5B
+
 // One row's super-block (blk, the file's layout) into the group's (g).
-static void pack_kblock(const p16k_fmt *k, int r, const uint8_t *blk, uint8_t *g) {
+static void pack_kblock(int type, const p16k_fmt *k, int r, const uint8_t *blk, uint8_t *g) {
   uint8_t codes[192];
   size_t at = 0;
   for (int i = 0; i < k->n; i++) {
     const p16k_field *f = &k->f[i];
     const uint8_t *src = blk + f->at;
     if (f->at == k->codes_at) {
-      q6_to_packed(src, codes);
+      if (type == WK_Q5_K) q5_to_packed(src, codes);
+      else q6_to_packed(src, codes);
       src = codes;
     }
     const int u = f->unit;
@@ -296,7 +351,7 @@ void wk_pack16_group(int type, int64_t k, const uint8_t *src, size_t row_bytes, 
   if (kfmt_of(type, &kf)) {
     for (int64_t b = 0; b < k / kf.vals; b++)
       for (int r = 0; r < WK_PACK16_ROWS; r++)
-        pack_kblock(&kf, r, src + (size_t)r * row_bytes + (size_t)(b * kf.bytes),
+        pack_kblock(type, &kf, r, src + (size_t)r * row_bytes + (size_t)(b * kf.bytes),
                     dst + 16 * (size_t)(b * kf.bytes));
     return;
   }
@@ -341,8 +396,13 @@ void wk_pack16_unpack(int type, int64_t k, const uint8_t *group, uint8_t *dst, s
         for (int r = 0; r < WK_PACK16_ROWS; r++) {
           uint8_t *q = dst + r * row_bytes + (size_t)(b * kf.bytes + kf.codes_at);
           uint8_t packed[192];
-          memcpy(packed, q, 192);
-          q6_from_packed(packed, q);
+          if (type == WK_Q5_K) {
+            memcpy(packed, q, 160);
+            q5_from_packed(packed, q);
+          } else {
+            memcpy(packed, q, 192);
+            q6_from_packed(packed, q);
+          }
         }
     }
     return;

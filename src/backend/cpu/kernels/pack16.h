@@ -37,7 +37,13 @@
 // r's bytes 4 c .. 4 c + 3 at 4 r):
 //   Q4_K  d, dmin, scales (3 chunks), qs (32): 2304 bytes
 //   Q2_K  d, dmin, scales (4), qs (16): 1344 bytes
-//   Q5_K  d, dmin, scales (3), qh (8, the file's bytes), qs (32): 2816 bytes
+//   Q5_K  d, dmin, scales (3), codes (40): 2816 bytes. A row's 5-bit codes
+//         (value v: its qs nibble | its qh bit << 4) rearranged before
+//         chunking: sub-block t < 5 (values 32 t ..) in bits 0..4 of bytes
+//         32 t .. 32 t + 31 (dwords 8 t ..), sub-blocks 5, 6, 7 (codes s0,
+//         s1, s2 of the same value index) in their bits 5..7: s0 >> 2,
+//         s1 >> 2, s2 >> 2 in sub-blocks 0, 1, 2; s0 & 3 | (s2 & 1) << 2 in
+//         3; s1 & 3 | (s2 >> 1 & 1) << 2 in 4
 //   IQ4_XS  d, scales_h, scales_l (1), qs (32): 2176 bytes
 //   Q6_K  d, scales (4), codes (48): 3360 bytes. A row's 6-bit codes (value
 //         v: its ql nibble | its 2 qh bits << 4) rearranged before chunking:

@@ -6,14 +6,17 @@
 // Codes as in pack16_avx512.c: a 64-byte chunk holds the same 4 code bytes of
 // the 16 rows, vpdpbusd multiplies them with the activation's 4 lo or hi
 // bytes broadcast from memory, and each row's sub-block sum lands in its own
-// lane (hi sums first, then shifted left by 7 as the lo sums' start). Q4_K's
-// and Q5_K's 32-value sub-blocks take 8 chunks (a chunk's low nibbles in
-// sub-block 2 i, its high ones in 2 i + 1, as in the file; Q5_K's fifth bits
-// by one shift and a masked or); Q6_K's 16-value ones 4 chunks, three of
-// every four sub-blocks whole 6-bit codes (one and), the fourth gathered
-// from the other three's spare bits. Scales: the rows' 6-bit (Q4_K) or int8
-// (Q6_K) sub-block scales are taken out of their dwords a byte at a time
-// (shifts and masks on 16 rows at once) and go to f32; each sub-block's integer sum goes to f32 and
+// lane (hi sums first, then shifted left by 7 as the lo sums' start).
+//   Q4_K: a 32-value sub-block is 8 chunks (a chunk's low nibbles in
+//   sub-block 2 i, its high ones in 2 i + 1, as in the file).
+//   Q5_K: 8 chunks a sub-block too; five of the eight sub-blocks are whole
+//   5-bit codes (one and), the other three gathered from their spare bits.
+//   Q6_K: a 16-value sub-block is 4 chunks; three of every four sub-blocks
+//   are whole 6-bit codes (one and), the fourth gathered from the other
+//   three's spare bits.
+// Scales: the rows' 6-bit (Q4_K, Q5_K) or int8 (Q6_K) sub-block scales are
+// taken out of their dwords a byte at a time (shifts and masks on 16 rows
+// at once) and go to f32; each sub-block's integer sum goes to f32 and
 // accumulates times its scale, and per super-block
 //   Q4_K, Q5_K  y += d dx sum_j sc_j S_j - dmin sum_j m_j (dx sum_j v)
 //   Q6_K  y += d (dx sum_j sc_j S_j - 32 sum_j sc_j (dx sum_j v))
@@ -21,14 +24,15 @@
 // are those of the 16-bit-activation vec_dot up to f32 rounding (other sums
 // in another order), not bit for bit.
 //
-// Q4_K's high nibbles go in as 16 x the code (raw & 0xf0: no shift), their
-// scale as sc / 16 (Q6_K's gathered sub-blocks: 4 x the code, sc / 4); Q6_K's
-// int8 scales as sc x 2^24 (one vpshufb puts the byte at the top of its
-// dword), d as d x 2^-24: all exact.
+// Codes that sit high in their byte go in shifted, their scale divided by
+// the same power of two (exact): Q4_K's high nibbles as 16 x the code (raw &
+// 0xf0), Q5_K's gathered codes as 8 x, Q6_K's as 4 x. Q6_K's int8 scales go
+// in as sc x 2^24 (one vpshufb puts the byte at the top of its dword), d as
+// d x 2^-24.
 //
-// Bounds: a Q4_K sub-block sum is at most 32 x 240 x 16383 (< 2^27), a Q6_K
-// one 16 x 252 x 16383 (< 2^26); the hi sums x 128 stay inside int32. Sums past 2^24
-// round once in f32 (relative 2^-24).
+// Bounds: a Q4_K (Q5_K) sub-block sum is at most 32 x 240 (248) x 16383
+// (< 2^27), a Q6_K one 16 x 252 x 16383 (< 2^26); the hi sums x 128 stay
+// inside int32. Sums past 2^24 round once in f32 (relative 2^-24).
 #define AT __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
 #include "backend/cpu/kernels/pack16_x512.h"
 
@@ -46,10 +50,33 @@ AT AI __m512 byte_u(__m512i v, const int k) { return _mm512_cvtepi32_ps(byte_to(
 AT AI __m512 byte_s24(__m512i v, const int k) { return _mm512_cvtepi32_ps(byte_to(v, k, 3)); }
 
 // ---- Q4_K: d[16] dmin[16] | scales 3 chunks | qs 32 chunks (2304 bytes) -----
-// ---- Q5_K: d[16] dmin[16] | scales 3 chunks | qh 8 | qs 32 (2816 bytes) ------
-// Q5_K's qh is the file's: byte k of its dword i' (i' = 0..7) holds at bit
-// 2 i + half the fifth bit of value k of qs chunk 8 i + i' (half: its high
-// nibbles), so one shift puts it at bit 4.
+// ---- Q5_K: d[16] dmin[16] | scales 3 chunks | codes 40 (2816 bytes) ---------
+// Sub-blocks 0..4 are chunks 8 t + u & 31; 5..7 gather their codes from
+// those chunks' bits 5..7 (pack16.h) as 8 x the code (bits 3..7, the scale
+// / 8): the top 3 bits in place, the low 2 by a shift and a mask.
+
+// Sub-block j's 8 code vectors (Q5_K's layout).
+AT AI void q5_codes(const uint8_t *qc, const int j, __m512i *c) {
+  const __m512i m5 = _mm512_set1_epi8(31), top3 = _mm512_set1_epi8((char)0xe0);
+  const __m512i low2 = _mm512_set1_epi8(0x18);
+  A16_UNROLL for (int u = 0; u < 8; u++) {
+    const uint8_t *p = qc + 64 * u;  // chunk 8 t + u at p + 512 t
+    if (j < 5) {
+      c[u] = _mm512_and_si512(_mm512_loadu_si512(p + 512 * j), m5);
+      continue;
+    }
+    __m512i lo;  // the code's bits 0..1 at bits 3..4, zeros elsewhere
+    if (j < 7) {  // bits 5..6 of chunk 3 (j = 5) or 4 (j = 6)
+      lo = _mm512_and_si512(_mm512_srli_epi16(_mm512_loadu_si512(p + 512 * (j - 2)), 2), low2);
+    } else {  // bit 7 of chunk 3 (bit 0) and of chunk 4 (bit 1)
+      const __m512i a = _mm512_srli_epi16(_mm512_loadu_si512(p + 1536), 4);
+      const __m512i b = _mm512_srli_epi16(_mm512_loadu_si512(p + 2048), 3);
+      lo = _mm512_and_si512(_mm512_ternarylogic_epi32(a, b, _mm512_set1_epi8(8), 0xe4), low2);
+    }
+    // top 3 bits from chunk j - 5, in place: (chunk & top3) | lo
+    c[u] = _mm512_ternarylogic_epi32(_mm512_loadu_si512(p + 512 * (j - 5)), lo, top3, 0xec);
+  }
+}
 
 // qh's bit p (0..7) of each byte at bit 4 (other bits garbage).
 AT AI __m512i bit_to4(__m512i q, const int p) {
@@ -67,28 +94,31 @@ AT AI void k45_block(const int type, const int NT, const uint8_t *G, int64_t nb,
                                                t2, 0xf8);
   const __m512i mb = _mm512_ternarylogic_epi32(
       _mm512_and_si512(_mm512_srli_epi32(d2, 4), m4), _mm512_srli_epi32(d1, 2), t2, 0xf8);
-  const int q5 = type == WK_Q5_K;
-  const uint8_t *qh = G + 256, *qs = q5 ? G + 768 : G + 256;
-  const __m512i b4 = _mm512_set1_epi8(16);
+  const uint8_t *qs = G + 256;
   __m512 acc[WK_PACK16_MAX_TOKENS];
   A16_UNROLL for (int t = 0; t < NT; t++) acc[t] = _mm512_setzero_ps();
-  A16_UNROLL for (int i = 0; i < 4; i++) {
+  if (type == WK_Q5_K) {
+    A16_UNROLL for (int j = 0; j < 8; j++) {
+      __m512i c[8];
+      q5_codes(qs, j, c);
+      __m512 sc = j < 4 ? byte_u(sa, j) : byte_u(sb, j - 4);
+      if (j >= 5) sc = _mm512_mul_ps(sc, _mm512_set1_ps(1.0f / 8));
+      A16_UNROLL for (int t = 0; t < NT; t++) {
+        const int8_t *xl = (const int8_t *)(xq + (size_t)t * xs) +
+                           wk_act16_bytes(WK_ACT_A16K, nb, b) + 32 * j;
+        acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(block_sum(c, xl, xl + 256)), sc, acc[t]);
+      }
+    }
+  } else A16_UNROLL for (int i = 0; i < 4; i++) {
     __m512i lo[8], hi[8];
     A16_UNROLL for (int c = 0; c < 8; c++) {
       const __m512i raw = _mm512_loadu_si512(qs + 64 * (8 * i + c));
       lo[c] = _mm512_and_si512(raw, m4);
-      if (q5) {  // + 16 where the fifth bit is set
-        const __m512i h = _mm512_loadu_si512(qh + 64 * c);
-        lo[c] = _mm512_ternarylogic_epi32(lo[c], bit_to4(h, 2 * i), b4, 0xf8);
-        hi[c] = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(raw, 4), m4),
-                                          bit_to4(h, 2 * i + 1), b4, 0xf8);
-      } else {
-        hi[c] = _mm512_andnot_si512(m4, raw);  // 16 x the code: the scale takes 1 / 16
-      }
+      hi[c] = _mm512_andnot_si512(m4, raw);  // 16 x the code: the scale takes 1 / 16
     }
     const __m512 s0 = i < 2 ? byte_u(sa, 2 * i) : byte_u(sb, 2 * i - 4);
-    __m512 s1 = i < 2 ? byte_u(sa, 2 * i + 1) : byte_u(sb, 2 * i - 3);
-    if (!q5) s1 = _mm512_mul_ps(s1, _mm512_set1_ps(1.0f / 16));
+    const __m512 s1 = _mm512_mul_ps(i < 2 ? byte_u(sa, 2 * i + 1) : byte_u(sb, 2 * i - 3),
+                                    _mm512_set1_ps(1.0f / 16));
     A16_UNROLL for (int t = 0; t < NT; t++) {
       const int8_t *xl = (const int8_t *)(xq + (size_t)t * xs) +
                          wk_act16_bytes(WK_ACT_A16K, nb, b) + 64 * i;
