@@ -1,7 +1,11 @@
 #include "base/alloc.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __linux__
+#include <sys/mman.h>
+#endif
 
 // The one process-wide setting: which allocator backs wk_malloc. It is set
 // before any engine object exists (tests) and never changes under them.
@@ -45,4 +49,40 @@ char *wk_strndup(const char *s, size_t n) {
   memcpy(p, s, n);
   p[n] = 0;
   return p;
+}
+
+#define HUGE_PAGE ((size_t)2 << 20)
+
+void *wk_alloc_huge(size_t size) {
+  if (size == 0) return NULL;
+  if (g_alloc_fn) return wk_malloc(size);
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  size_t len, map;
+  if (!wk_add_ok(size, HUGE_PAGE - 1, &len) || !wk_add_ok(len &= ~(HUGE_PAGE - 1), HUGE_PAGE, &map))
+    return NULL;
+  uint8_t *m = mmap(NULL, map, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED) return NULL;
+  // keep the 2 MB-aligned len bytes inside, give the rest back
+  uint8_t *a = (uint8_t *)(((uintptr_t)m + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1));
+  if (a > m) munmap(m, (size_t)(a - m));
+  if (m + map > a + len) munmap(a + len, (size_t)(m + map - (a + len)));
+  (void)madvise(a, len, MADV_HUGEPAGE);  // advice only: 4 KB pages where it is refused
+  return a;
+#else
+  return wk_malloc(size);
+#endif
+}
+
+void wk_free_huge(void *p, size_t size) {
+  if (!p) return;
+  if (g_alloc_fn) {
+    wk_free(p);
+    return;
+  }
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  munmap(p, (size + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1));
+#else
+  (void)size;
+  wk_free(p);
+#endif
 }

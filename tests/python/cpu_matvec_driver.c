@@ -48,8 +48,10 @@ int main(int argc, char **argv) {
   cpu_mm mm;
   cpu_mm_plan(&mm, &wt, false);
   uint64_t bytes = 0;
-  if (cpu_mm_pack(&mm, pool, false, &bytes) != WICK_OK)
-    return 1;
+  const size_t pb = cpu_mm_pack_size(&mm, false);
+  uint8_t *pk = pb ? wk_alloc_huge(pb) : NULL;
+  if (pb && !pk) return 1;
+  if (pb) cpu_mm_pack(&mm, pool, false, &bytes, pk);
   cpu_act act = {0};
   cpu_act_reserve(&act, &mm, tokens);
   if (cpu_act_alloc(&act, &bytes) != WICK_OK)
@@ -63,7 +65,8 @@ int main(int argc, char **argv) {
   fwrite(head, sizeof head, 1, stdout);
   fwrite(y, sizeof(float) * (size_t)n, (size_t)tokens, stdout);
   cpu_act_free(&act);
-  cpu_mm_free(&mm);
+  cpu_mm_unpack(&mm);
+  wk_free_huge(pk, pb);
   wk_pool_destroy(pool);
   free(scratch);
   free(w);

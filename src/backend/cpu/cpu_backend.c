@@ -19,9 +19,26 @@ static void free_packed(cpu_ctx *c) {
   for (int il = 0; c->lm && il < c->m->n_layers; il++) {
     layer_mm *lm = &c->lm[il];
     cpu_mm *ms[] = {&lm->wq, &lm->wk, &lm->wv, &lm->wo, &lm->gate, &lm->up, &lm->down};
-    for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++) cpu_mm_free(ms[i]);
+    for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++) cpu_mm_unpack(ms[i]);
   }
-  cpu_mm_free(&c->out_mm);
+  cpu_mm_unpack(&c->out_mm);
+  wk_free_huge(c->packed, c->packed_bytes);
+  c->packed = NULL;
+}
+
+// The matrices of layer il (il = n_layers: the output matrix alone) into
+// mm[], their tensors into w[]; returns how many.
+static int layer_matrices(cpu_ctx *c, int il, cpu_mm **mm, const wk_tensor **w) {
+  if (il == c->m->n_layers) {
+    mm[0] = &c->out_mm, w[0] = &c->m->output;
+    return 1;
+  }
+  const wk_layer *l = &c->m->layers[il];
+  layer_mm *lm = &c->lm[il];
+  cpu_mm *ms[] = {&lm->wq, &lm->wk, &lm->wv, &lm->wo, &lm->gate, &lm->up, &lm->down};
+  const wk_tensor *ws[] = {&l->wq, &l->wk, &l->wv, &l->wo, &l->w_gate, &l->w_up, &l->w_down};
+  for (int i = 0; i < 7; i++) mm[i] = ms[i], w[i] = ws[i];
+  return 7;
 }
 
 static void ctx_release(cpu_ctx *c) {
@@ -120,29 +137,36 @@ static int plan_matrices(cpu_ctx *c, wk_error *err) {
   const bool exact = c->p.exact != 0;
   c->lm = alloc_arr((size_t)m->n_layers, sizeof *c->lm, &c->ws_bytes);
   if (!c->lm) return wk_fail(err, WICK_ERR_NOMEM, "cpu: out of memory for matrix plans");
-  const int T = c->p.max_batch_tokens;
-  for (int il = 0; il < m->n_layers; il++) {
-    const wk_layer *l = &m->layers[il];
-    layer_mm *lm = &c->lm[il];
-    const struct {
-      cpu_mm *mm;
-      const wk_tensor *w;
-    } all[] = {{&lm->wq, &l->wq}, {&lm->wk, &l->wk}, {&lm->wv, &l->wv}, {&lm->wo, &l->wo},
-               {&lm->gate, &l->w_gate}, {&lm->up, &l->w_up}, {&lm->down, &l->w_down}};
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
-      cpu_mm_plan(all[i].mm, all[i].w, exact);
-      cpu_act_reserve(&c->act, all[i].mm, T);
-      if (cpu_mm_pack(all[i].mm, c->pool, m->weights_mapped, &c->ws_bytes))
-        return wk_fail(err, WICK_ERR_NOMEM, "cpu: out of memory for packed weight rows");
+  // every plan first, then one block on huge pages for all packed copies
+  size_t total = 0;
+  for (int il = 0; il <= m->n_layers; il++) {
+    cpu_mm *mm[7];
+    const wk_tensor *w[7];
+    const int n = layer_matrices(c, il, mm, w);
+    const int tokens = il < m->n_layers ? c->p.max_batch_tokens : c->p.max_logits;
+    for (int i = 0; i < n; i++) {
+      cpu_mm_plan(mm[i], w[i], exact);
+      cpu_act_reserve(&c->act, mm[i], tokens);
+      total += cpu_mm_pack_size(mm[i], m->weights_mapped);
     }
   }
-  cpu_mm_plan(&c->out_mm, &m->output, exact);
-  cpu_act_reserve(&c->act, &c->out_mm, c->p.max_logits);
-  if (cpu_mm_pack(&c->out_mm, c->pool, m->weights_mapped, &c->ws_bytes))
+  if (total && !(c->packed = wk_alloc_huge(total)))
     return wk_fail(err, WICK_ERR_NOMEM, "cpu: out of memory for packed weight rows");
+  c->packed_bytes = total;
+  size_t at = 0;
+  for (int il = 0; il <= m->n_layers; il++) {
+    cpu_mm *mm[7];
+    const wk_tensor *w[7];
+    const int n = layer_matrices(c, il, mm, w);
+    for (int i = 0; i < n; i++) {
+      const size_t bytes = cpu_mm_pack_size(mm[i], m->weights_mapped);
+      if (bytes) cpu_mm_pack(mm[i], c->pool, m->weights_mapped, &c->ws_bytes, c->packed + at);
+      at += bytes;
+    }
+  }
   if (cpu_act_alloc(&c->act, &c->ws_bytes))
     return wk_fail(err, WICK_ERR_NOMEM, "cpu: out of memory for converted activations "
-                   "(%d tokens a batch)", T);
+                   "(%d tokens a batch)", c->p.max_batch_tokens);
   c->avx2 = wk_kernel_best_level() >= WK_LEVEL_AVX2;
   c->avx512 = wk_kernel_best_level() >= WK_LEVEL_AVX512BW;
   return WICK_OK;

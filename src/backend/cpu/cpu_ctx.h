@@ -39,6 +39,8 @@ typedef struct cpu_ctx {
   layer_vecs *lv;         // [n_layers]
   layer_mm *lm;           // [n_layers]
   cpu_mm out_mm;          // the output (logits) matrix
+  uint8_t *packed;        // every matrix's packed copy (cpu_mm_pack), one block of
+  size_t packed_bytes;    // this many bytes (wk_alloc_huge)
   cpu_act act;            // converted inputs of the current matrix products
   float *vecs;            // storage of every layer_vecs float vector and out_norm
   double *freqs;          // [n_layers][rope_dim / 2]

@@ -304,14 +304,14 @@ static void drop_pages(const void *p, size_t n) {
   if (e > a) madvise((void *)a, e - a, MADV_DONTNEED);
 }
 
-int cpu_mm_pack(cpu_mm *mm, wk_pool *pool, bool mapped, uint64_t *acct) {
+// The packed kernel mm's rows take (NULL: they keep the file's layout).
+static wk_gemm_fn pack_kernel(const cpu_mm *mm) {
   const char *e = getenv("WICK_PACK16");
-  const long rows = mm->w->ne[1], groups = rows / WK_PACK16_ROWS;
   // only where the decode kernels take the packed kernel's activations (not
   // the WICK_ACT8 A/B runs' other format)
-  if ((e && e[0] == '0' && !e[1]) || !mm->fast || groups == 0 ||
+  if ((e && e[0] == '0' && !e[1]) || !mm->fast || mm->w->ne[1] < WK_PACK16_ROWS ||
       mm->kr.act != wk_pack16_act(mm->w->type) || !wk_pack16_fits(mm->w->type, mm->w->ne[0]))
-    return WICK_OK;
+    return NULL;
   // Not Q8_0: its packed kernel runs 2x the tile's speed in L2 but reads no
   // faster from memory (one thread 74-78% of the read passes against the
   // tile's 79-82%; Gemma 3's decode, mostly its Q8_0 output matrix, 3-8%
@@ -319,12 +319,44 @@ int cpu_mm_pack(cpu_mm *mm, wk_pool *pool, bool mapped, uint64_t *acct) {
   // K-quants other than Q4_K, Q6_K (pack16k_avx2.c) nor for the float
   // types: wk_pack16_gemm is NULL there, so those keep the file's layout.
   const int t = mm->w->type;
-  const wk_gemm_fn pg = t == WK_Q8_0 ? NULL : wk_pack16_gemm(t);
-  if (!pg) return WICK_OK;
+  return t == WK_Q8_0 ? NULL : wk_pack16_gemm(t);
+}
+
+size_t cpu_mm_pack_size(const cpu_mm *mm, bool mapped) {
+  const bool copy = pack_kernel(mm) || (mapped && mm->fast && !getenv("WICK_NOCOPY"));
+  return copy ? (mm->row_bytes * (size_t)mm->w->ne[1] + 63) & ~(size_t)63 : 0;
+}
+
+typedef struct copy_job {
+  const uint8_t *src;
+  uint8_t *dst;
+  size_t n;
+} copy_job;
+
+static void copy_run(void *ctx, int ith, int nth) {
+  const copy_job *j = ctx;
+  long lo, hi;
+  wk_split((long)(j->n / 64), ith, nth, 1, &lo, &hi);
+  const size_t a = (size_t)lo * 64, b = hi == (long)(j->n / 64) ? j->n : (size_t)hi * 64;
+  memcpy(j->dst + a, j->src + a, b - a);
+}
+
+void cpu_mm_pack(cpu_mm *mm, wk_pool *pool, bool mapped, uint64_t *acct, uint8_t *dst) {
+  const wk_gemm_fn pg = pack_kernel(mm);
+  const long rows = mm->w->ne[1], groups = pg ? rows / WK_PACK16_ROWS : 0;
   const size_t bytes = mm->row_bytes * (size_t)rows, gb = WK_PACK16_ROWS * mm->row_bytes;
-  if (!(mm->packed = wk_malloc(bytes + 64))) return WICK_ERR_NOMEM;
   if (!mapped) *acct += bytes;  // mapped: it takes the place of the file's pages
-  uint8_t *dst = (uint8_t *)(((uintptr_t)mm->packed + 63) & ~(uintptr_t)63);
+  if (!pg) {  // the rows as they are, on the copy's pages, in slices as below
+    for (size_t at = 0; at < bytes; at += (size_t)16 << 20) {
+      const size_t n = bytes - at < ((size_t)16 << 20) ? bytes - at : (size_t)16 << 20;
+      copy_job j = {(const uint8_t *)mm->w->data + at, dst + at, n};
+      wk_pool_run(pool, copy_run, &j);
+      if (mapped) drop_pages(j.src, n);
+    }
+    mm->data = dst;
+    return;
+  }
+  mm->packed = dst;
   // in slices of ~16 MB, each slice's file pages dropped once packed (the
   // copy never holds much more than one slice twice)
   const long per = (long)((16u << 20) / gb) + 1;
@@ -340,11 +372,9 @@ int cpu_mm_pack(cpu_mm *mm, wk_pool *pool, bool mapped, uint64_t *acct) {
   mm->data = dst;
   mm->packed_rows = groups * WK_PACK16_ROWS;
   mm->pg = pg;
-  return WICK_OK;
 }
 
-void cpu_mm_free(cpu_mm *mm) {
-  wk_free(mm->packed);
+void cpu_mm_unpack(cpu_mm *mm) {
   mm->packed = NULL;
   mm->data = mm->w ? mm->w->data : NULL;
   mm->packed_rows = 0;

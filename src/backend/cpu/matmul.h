@@ -81,7 +81,7 @@ typedef struct cpu_mm {
   wk_gemm16 g16;       // its decoder (valid when g16_min < INT32_MAX)
   size_t row_bytes;    // bytes of one weight row
   const unsigned char *data;  // the bytes the products read: w->data, or packed
-  void *packed;               // cpu_mm_pack's allocation (data: its first 64-byte line), or NULL
+  const void *packed;         // its packed copy (cpu_mm_pack; data points there), or NULL
   long packed_rows;           // rows [0, packed_rows) in 16-row groups (pack16.h)
   wk_gemm_fn pg;              // their kernel (the decode path's batches)
 } cpu_mm;
@@ -90,18 +90,23 @@ typedef struct cpu_mm {
 // (and k is a multiple of its blocks), else exact.
 void cpu_mm_plan(cpu_mm *mm, const wk_tensor *w, bool exact);
 // On AVX-512 VNNI CPUs, for the fast path's matrices of Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q2_K,
-// Q4_K, Q5_K, Q6_K, IQ4_XS, F16, BF16 and FP8 with at least 16 rows (not Q8_0: matmul.c says
-// why; rows of a whole number of the packed blocks, pack16.h), and on CPUs whose best level is
-// AVX2 for those of Q4_0, Q4_1, Q5_0, Q5_1 and IQ4_NL (wk_pack16_gemm): a copy of the
-// matrix with its whole 16-row groups packed for the decode kernels (kernels/pack16.h: 1.3-1.6x
-// their speed with rows in L2), which the products read from then on (the integer GEMM and the
-// f32 path unpack 32 rows at a time into their scratch). mapped: the weights lie in a read-only
-// private file mapping, whose pages under the matrix are then dropped (madvise; read again from
-// the file only if something else reads them), so the copy takes their place; else its bytes are
-// added to *acct. WICK_PACK16=0 in the environment keeps the file's layout. WICK_ERR_NOMEM, else
-// WICK_OK.
-int cpu_mm_pack(cpu_mm *mm, wk_pool *pool, bool mapped, uint64_t *acct);
-void cpu_mm_free(cpu_mm *mm);
+// Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS, F16, BF16 and FP8 with at least 16 rows (not Q8_0: matmul.c
+// says why; rows of a whole number of the packed blocks, pack16.h), and on CPUs whose best level
+// is AVX2 for those with an AVX2 packed kernel (wk_pack16_gemm): a copy of the matrix with its
+// whole 16-row groups packed for the decode kernels (kernels/pack16.h: 1.3-1.6x their speed
+// with rows in L2), which the products read from then on (the integer GEMM and the f32 path
+// unpack 32 rows at a time into their scratch). Where the weights are mapped, the fast path's
+// other matrices are copied as they are (the copy lies on 2 MB pages: wk_alloc_huge says why;
+// WICK_NOCOPY in the environment leaves them in the mapping). cpu_mm_pack_size: the bytes the
+// copy takes (a multiple of 64; 0: mm keeps the file's rows). cpu_mm_pack writes it to dst
+// (64-byte aligned, that many bytes, owned by the caller and kept while mm is used). mapped:
+// the weights lie in a read-only private file mapping, whose pages under the matrix are then
+// dropped (madvise; read again from the file only if something else reads them), so the copy
+// takes their place; else its bytes are added to *acct. WICK_PACK16=0 in the environment keeps
+// the file's layout. cpu_mm_unpack points mm back at the file's rows.
+size_t cpu_mm_pack_size(const cpu_mm *mm, bool mapped);
+void cpu_mm_pack(cpu_mm *mm, wk_pool *pool, bool mapped, uint64_t *acct, uint8_t *dst);
+void cpu_mm_unpack(cpu_mm *mm);
 // Bit (1 << wk_act_fmt) of the converted activations mm reads; 0 when it
 // reads the f32 rows themselves (exact path or f32 activations).
 unsigned cpu_mm_need(const cpu_mm *mm);
