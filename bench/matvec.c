@@ -8,7 +8,8 @@
 //
 // Shapes are k (input length) x n (output rows): the four below, or --shape's
 // alone (a model's own, e.g. 640x262144 for Gemma 3's tied output); weights are rotated through
-// enough copies to exceed 256 MB, so every pass reads them from memory.
+// enough copies to exceed 256 MB, so every pass reads them from memory. The copies and the
+// opening read buffer lie on 2 MB pages, as the engine's weights do (wk_alloc_huge).
 // matvec, with 1 and 2 threads, in rounds: K products over copies c .. c +
 // K - 1 and K read passes over the same copies, read first in even rounds and
 // product first in odd ones. A read pass is the product's own job (the same
@@ -126,7 +127,7 @@ static void bw_run(void *ctx, int ith, int nth) {
 // Best of 5 passes over a 1 GB buffer, GB/s (printed for reference only).
 static double read_bandwidth(wk_pool *pool) {
   size_t bytes = (size_t)1 << 30;
-  uint64_t *buf = wk_malloc(bytes);
+  uint64_t *buf = wk_alloc_huge(bytes);  // 2 MB pages, as the engine's weights
   if (!buf) return 0;
   for (size_t i = 0; i < bytes / 8; i++) buf[i] = i * 0x9e3779b97f4a7c15ull;
   bw_job j = {(const uint8_t *)buf, bytes, {0}};
@@ -137,7 +138,7 @@ static double read_bandwidth(wk_pool *pool) {
     double dt = wk_now() - t0;
     best = fmax(best, (double)bytes / dt / 1e9);
   }
-  wk_free(buf);
+  wk_free_huge(buf, bytes);
   return best;
 }
 
@@ -350,7 +351,7 @@ static void bench_type(int type, const int64_t shape[2], const options *o, wk_po
   int copies = (int)((256u << 20) / mat) + 1;
   if (copies < 2 * span) copies = 2 * span;
   if (o->l2_only) copies = 1;
-  uint8_t *w = wk_malloc(mat * (size_t)copies);
+  uint8_t *w = wk_alloc_huge(mat * (size_t)copies);  // 2 MB pages, as the engine's weights
   float *x = wk_malloc(sizeof(float) * (size_t)k * (size_t)o->tokens);
   size_t xb = kr.act == WK_ACT_A16 || kr.act == WK_ACT_A16K ? wk_act16_row_size(kr.act, k)
                                                               : wk_act_row_size(kr.act, k);
@@ -408,7 +409,7 @@ static void bench_type(int type, const int64_t shape[2], const options *o, wk_po
   }
   printf("\n");
 done:
-  wk_free(w);
+  wk_free_huge(w, mat * (size_t)copies);
   wk_free(x);
   wk_free(xq);
   wk_free(y);
