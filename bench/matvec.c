@@ -2,7 +2,7 @@
 // throughput of the CPU kernel table for every weight type, next to this
 // machine's read bandwidth measured over the same bytes in the same run.
 //
-//   bench_matvec [--types q4_0,q4_k,...] [--tokens 64] [--level avx2]
+//   bench_matvec [--types q4_0,q4_k,...] [--tokens 64] [--l2-tokens 1] [--level avx2]
 //                [--min-time 0.3] [--no-gemm] [--l2-only] [--act16] [--packed] [--paired N]
 //                [--self-check] [--shape KxN]
 //
@@ -27,7 +27,9 @@
 // printed for reference only. --self-check runs the read kernel as the
 // product: its % columns must read ~100% (a check of the measure, not of a
 // kernel). L2 GB/s: one thread on rows that stay in L2, in thread CPU time
-// (the kernel's compute ceiling, robust to other load on the machine). gemm:
+// (the kernel's compute ceiling, robust to other load on the machine);
+// --l2-tokens N: its products take N tokens a call (a decode batch; GB/s of
+// the weights, which the N tokens read once). gemm:
 // GFLOP/s = 2 k n tokens / time (2 threads). --l2-only prints the L2 column
 // alone (quick: no bandwidth pass, no copies), for kernel work on a busy
 // machine. --act16: the quantized types through the 16-bit-activation kernels
@@ -268,6 +270,7 @@ static double cache_rate(mm_job *j, const uint8_t *w, double min_time) {
 
 typedef struct {
   int tokens;
+  int l2_tokens;  // tokens of each L2 column product
   int level;
   int gemm;
   int l2_only;
@@ -352,11 +355,12 @@ static void bench_type(int type, const int64_t shape[2], const options *o, wk_po
   if (copies < 2 * span) copies = 2 * span;
   if (o->l2_only) copies = 1;
   uint8_t *w = wk_alloc_huge(mat * (size_t)copies);  // 2 MB pages, as the engine's weights
-  float *x = wk_malloc(sizeof(float) * (size_t)k * (size_t)o->tokens);
+  const int nt = o->tokens > o->l2_tokens ? o->tokens : o->l2_tokens;  // activation rows
+  float *x = wk_malloc(sizeof(float) * (size_t)k * (size_t)nt);
   size_t xb = kr.act == WK_ACT_A16 || kr.act == WK_ACT_A16K ? wk_act16_row_size(kr.act, k)
                                                               : wk_act_row_size(kr.act, k);
-  uint8_t *xq = wk_malloc(xb * (size_t)o->tokens);
-  float *y = wk_malloc(sizeof(float) * (size_t)n * (size_t)o->tokens);
+  uint8_t *xq = wk_malloc(xb * (size_t)nt);
+  float *y = wk_malloc(sizeof(float) * (size_t)n * (size_t)nt);
   if (!w || !x || !xq || !y) {
     fprintf(stderr, "out of memory for %s %lldx%lld\n", wk_type_get(type)->name, (long long)k,
             (long long)n);
@@ -364,7 +368,7 @@ static void bench_type(int type, const int64_t shape[2], const options *o, wk_po
   }
   // Random rows, quantized once and copied (quantizing K-quants is slow).
   uint64_t s = 88172645463325252ull;
-  for (int64_t i = 0; i < k * o->tokens; i++) {
+  for (int64_t i = 0; i < k * nt; i++) {
     s ^= s << 13, s ^= s >> 7, s ^= s << 17;
     x[i] = (float)((double)(s >> 11) * 0x1p-53 - 0.5);
   }
@@ -383,7 +387,7 @@ static void bench_type(int type, const int64_t shape[2], const options *o, wk_po
     kr.gemm = pg;
   }
   for (int c = 1; c < copies; c++) memcpy(w + (size_t)c * mat, w, mat);
-  for (int t = 0; t < o->tokens; t++) kr.quantize_act(x + (size_t)t * k, xq + t * xb, k);
+  for (int t = 0; t < nt; t++) kr.quantize_act(x + (size_t)t * k, xq + t * xb, k);
 
   char shape_s[48];
   snprintf(shape_s, sizeof shape_s, "%lldx%lld%s", (long long)k, (long long)n,
@@ -401,6 +405,7 @@ static void bench_type(int type, const int64_t shape[2], const options *o, wk_po
     fflush(stdout);
   }
   j.kr = &kr;
+  j.tokens = o->l2_tokens;
   printf(" %6.1f |", cache_rate(&j, w, o->min_time / 2));
   if (o->gemm && !o->l2_only) {
     j.tokens = o->tokens;
@@ -416,7 +421,8 @@ done:
 }
 
 int main(int argc, char **argv) {
-  options o = {.tokens = 64, .level = WK_LEVEL_AUTO, .gemm = 1, .min_time = 0.3, .paired = 8};
+  options o = {.tokens = 64, .l2_tokens = 1, .level = WK_LEVEL_AUTO, .gemm = 1,
+               .min_time = 0.3, .paired = 8};
   const char *types = k_all_types;
   int64_t shape[2] = {0, 0};  // --shape KxN: that shape only
   for (int i = 1; i < argc; i++) {
@@ -432,6 +438,7 @@ int main(int argc, char **argv) {
       shape[0] = k, shape[1] = n;
     }
     else if (!strcmp(argv[i], "--tokens") && i + 1 < argc) o.tokens = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--l2-tokens") && i + 1 < argc) o.l2_tokens = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--min-time") && i + 1 < argc) o.min_time = atof(argv[++i]);
     else if (!strcmp(argv[i], "--no-gemm")) o.gemm = 0;
     else if (!strcmp(argv[i], "--l2-only")) o.l2_only = 1;
@@ -447,7 +454,8 @@ int main(int argc, char **argv) {
                 : !strcmp(l, "avx512") ? WK_LEVEL_AVX512
                                        : WK_LEVEL_AUTO;
     } else {
-      fprintf(stderr, "usage: %s [--types a,b] [--tokens N] [--level L] [--min-time S] "
+      fprintf(stderr, "usage: %s [--types a,b] [--tokens N] [--l2-tokens N] [--level L] "
+              "[--min-time S] "
               "[--no-gemm] [--l2-only] [--act16] [--packed] [--paired N] [--self-check] "
               "[--shape KxN]\n",
               argv[0]);
@@ -455,6 +463,7 @@ int main(int argc, char **argv) {
     }
   }
   if (o.tokens < 1) o.tokens = 1;
+  if (o.l2_tokens < 1) o.l2_tokens = 1;
   if (o.paired < 1) o.paired = 1;
   wk_cpu_features f;
   wk_cpu_detect(&f);
@@ -464,7 +473,8 @@ int main(int argc, char **argv) {
   for (int th = 1; th <= MAX_THREADS && !o.l2_only; th++) bw[th] = read_bandwidth(pools[th]);
   printf("cpu: %s (best kernel level %s)\n", f.brand, wk_kernel_level_name(wk_kernel_best_level()));
   if (o.l2_only) {
-    printf("L2: one thread, rows in L2, CPU time (GB/s of weights)\n\n");
+    printf("L2: one thread, rows in L2, CPU time (GB/s of weights, %d token(s) a call)\n\n",
+           o.l2_tokens);
     printf("| type     | level  | k x n        | L2 GB/s |\n");
     printf("|----------|--------|--------------|--------:|\n");
   } else {
@@ -473,9 +483,10 @@ int main(int argc, char **argv) {
     printf("matvec, 1 and 2 threads: GB/s of weights read by the product; read: GB/s of read "
            "passes over the same bytes with the same threads, interleaved with it (at least %d "
            "rounds); %%: the median over the rounds of product / read rate%s. L2: one thread, "
-           "rows in L2, CPU time; gemm: %d tokens, 2 threads. * = k and n swapped (k not a "
-           "multiple of the block)\n", o.paired,
-           o.self_check ? " (--self-check: the product is a read pass too)" : "", o.tokens);
+           "rows in L2, CPU time, %d token(s) a call; gemm: %d tokens, 2 threads. * = k and n "
+           "swapped (k not a multiple of the block)\n", o.paired,
+           o.self_check ? " (--self-check: the product is a read pass too)" : "", o.l2_tokens,
+           o.tokens);
     printf("\n| type     | level  | k x n        | 1t GB/s | read   | %%    | 2t GB/s | read   "
            "| %%    | L2 GB/s |%s\n", o.gemm ? " gemm GFLOP/s |" : "");
     printf("|----------|--------|--------------|--------:|-------:|-----:|--------:|-------:|"

@@ -6,10 +6,10 @@
 //    (and Q3_K's scale) bits move between bytes, so every set bit); ctest's test_pack16_avx2 runs
 //    these on the packing of CPUs below AVX-512 (Q3_K: a row at a time,
 //    where AVX-512 CPUs pack 16 rows at once), and the AVX2 level's packed
-//    kernels (Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL: pack16_avx2.c; Q4_K, Q6_K:
-//    pack16k_avx2.c) against that level's vec_dot;
+//    kernels (Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL: pack16_avx2.c; Q4_K, Q5_K,
+//    Q6_K: pack16k_avx2.c) against that level's vec_dot;
 //  - the packed kernel (where the CPU's level has one: AVX-512 VNNI, every
-//    packed type; AVX2, those seven) bit-identical to the
+//    packed type; AVX2, those eight) bit-identical to the
 //    16-bit-activation vec_dot on the original rows (K-quants: within
 //    2e-6 of sum |w x|, f32 rounding in another order; Q3_K against the
 //    8-bit-activation vec_dot, as it runs on WK_ACT_Q8K), for 1..9 tokens
@@ -327,7 +327,7 @@ static void check_pick(void) {
   for (size_t i = 0; i < sizeof k_types / sizeof k_types[0]; i++) {
     const int t = k_types[i];
     const int avx2 = t == WK_Q4_0 || t == WK_Q4_1 || t == WK_Q5_0 || t == WK_Q5_1 ||
-                     t == WK_IQ4_NL || t == WK_Q4_K || t == WK_Q6_K;
+                     t == WK_IQ4_NL || t == WK_Q4_K || t == WK_Q5_K || t == WK_Q6_K;
     if (level == WK_LEVEL_AVX2) CHECK(!wk_pack16_gemm(t) == !avx2);
     if (level == WK_LEVEL_AVX512) CHECK(wk_pack16_gemm(t) != NULL);
     if (level < WK_LEVEL_AVX2 || level == WK_LEVEL_AVX512BW) CHECK(!wk_pack16_gemm(t));

@@ -316,7 +316,7 @@ static wk_gemm_fn pack_kernel(const cpu_mm *mm) {
   // faster from memory (one thread 74-78% of the read passes against the
   // tile's 79-82%; Gemma 3's decode, mostly its Q8_0 output matrix, 3-8%
   // slower). The AVX2 level has none (pack16_avx2.c), and none for the
-  // K-quants other than Q4_K, Q6_K (pack16k_avx2.c) nor for the float
+  // K-quants other than Q4_K, Q5_K, Q6_K (pack16k_avx2.c) nor for the float
   // types: wk_pack16_gemm is NULL there, so those keep the file's layout.
   const int t = mm->w->type;
   return t == WK_Q8_0 ? NULL : wk_pack16_gemm(t);

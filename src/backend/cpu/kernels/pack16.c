@@ -433,7 +433,7 @@ int wk_pack16_fits(int type, int64_t k) {
 }
 
 // AVX2 (and FMA, F16C; no AVX-512): pack16_avx2.c's and pack16k_avx2.c's
-// types (Q4_K, Q6_K), those whose packed kernel reads faster than the tiles;
+// types (Q4_K, Q5_K, Q6_K), those whose packed kernel reads faster than the tiles;
 // AVX-512 without VNNI: none (its 512-bit tiles); AVX-512 VNNI: every packed
 // type.
 wk_gemm_fn wk_pack16_gemm_at(int type, int level) {

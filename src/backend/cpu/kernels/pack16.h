@@ -3,7 +3,7 @@
 // Q2_K, Q3_K, Q4_K, Q5_K, Q6_K and IQ4_XS, and of F16, BF16 and FP8; and
 // for the AVX2 ones of Q4_0, Q4_1, Q5_0, Q5_1 and IQ4_NL (pack16_avx2.c: a
 // chunk's 16 rows as two 256-bit halves, pmaddubsw instead of vpdpbusd) and
-// of Q4_K and Q6_K (pack16k_avx2.c, the same way).
+// of Q4_K, Q5_K and Q6_K (pack16k_avx2.c, the same way).
 //
 // Why: the file's layout keeps each row's blocks together, so a decode tile
 // that multiplies 8 rows at once spends most of its time moving bytes
@@ -108,8 +108,8 @@ void wk_pack16_unpack(int type, int64_t k, const uint8_t *group, uint8_t *dst, s
 // the rest the same up to f32 rounding (Q3_K: the 8-bit-activation vec_dot's,
 // the float types: the kernel table's); NULL when the type has none at the
 // CPU's best level (wk_kernel_best_level: AVX-512 VNNI, every packed type;
-// AVX2, the 32-value formats whose AVX2 kernel pays and Q4_K, Q6_K, pack16.c;
-// below, none).
+// AVX2, the 32-value formats whose AVX2 kernel pays and Q4_K, Q5_K, Q6_K,
+// pack16.c; below, none).
 wk_gemm_fn wk_pack16_gemm(int type);
 // The same at `level` (WK_LEVEL_AUTO: the best; NULL above the best or where
 // that level has no packed kernel of `type`).
@@ -125,7 +125,7 @@ int wk_pack16_act(int type);
 // ---- shared by pack16*.c only ----
 wk_gemm_fn wk_pack16_avx512_find(int type);   // the 32-value formats
 wk_gemm_fn wk_pack16_avx2_find(int type);     // the same, AVX2 (pack16_avx2.c)
-wk_gemm_fn wk_pack16k_avx2_find(int type);    // Q4_K, Q6_K, AVX2 (pack16k_avx2.c)
+wk_gemm_fn wk_pack16k_avx2_find(int type);    // Q4_K, Q5_K, Q6_K, AVX2 (pack16k_avx2.c)
 wk_gemm_fn wk_pack16k_avx512_find(int type);  // Q2_K, Q4_K, Q5_K, Q6_K, IQ4_XS
 wk_gemm_fn wk_pack16f_avx512_find(int type);  // F16, BF16, FP8
 wk_gemm_fn wk_pack16q3_avx512_find(int type);  // Q3_K

@@ -1,7 +1,7 @@
-// The packed decode kernels (pack16.h) of Q4_K and Q6_K for CPUs whose best
-// level is AVX2 (no AVX-512): a group of 16 rows x 1..4 tokens as two halves
-// of 8 rows, one int32 and one f32 lane a row, against WK_ACT_A16K
-// activations.
+// The packed decode kernels (pack16.h) of Q4_K, Q5_K and Q6_K for CPUs
+// whose best level is AVX2 (no AVX-512): a group of 16 rows x 1..4 tokens as
+// two halves of 8 rows, one int32 and one f32 lane a row, against
+// WK_ACT_A16K activations.
 //
 // The super-blocks are pack16k_avx512.c's; a 64-byte chunk is two 256-bit
 // halves (rows 0..7, 8..15), each row's 4 code bytes in its own dword, and
@@ -14,6 +14,9 @@
 //   sub-block's 8 chunks of words add, then vpmaddwd takes the row's 6-bit
 //   scale in both words of its dword (lo words) or 128 x it (hi words), so
 //   the scaled sums stay integers; they go to f32 twice a super-block.
+//   Q5_K: the same with 5-bit codes 0..31 (five sub-blocks one mask, three
+//   gathered from bits 5..7 by shifts and masks); the words of 4 chunks add
+//   before vpmaddwd, and the scaled sums go to f32 every 2 sub-blocks.
 //   Q6_K: a chunk's 6-bit codes (one mask; every fourth sub-block gathered
 //   from three chunks' top 2 bits by shifts and masks) make 16-value
 //   sub-blocks of 4 chunks; the words of 2 chunks add, vpmaddwd with 1 (lo)
@@ -24,7 +27,7 @@
 // which spilled and ran about the tile's speed. 4 tokens: two passes of 2
 // (kgroup2).
 // Per super-block (dx, s: the activation's d and per-16 sums d sum v):
-//   Q4_K  y += d dx sum_j sc_j S_j - dmin sum_j m_j (s_2j + s_2j+1)
+//   Q4_K, Q5_K  y += d dx sum_j sc_j S_j - dmin sum_j m_j (s_2j + s_2j+1)
 //   Q6_K  y += d (dx sum_j sc_j S_j - 32 sum_j sc_j s_j)
 // Results are the AVX2 16-bit-activation vec_dot's up to f32 rounding
 // (other sums in another order), not bit for bit.
@@ -33,16 +36,22 @@
 // 32768; an activation byte is at most 127 in magnitude): a word is two
 // products, Q4_K 2 x 15 x 127 = 3810 (the shifted nibble: raw & 0xf0, as the
 // AVX-512 kernel takes it, would give 2 x 240 x 127 = 60960), 8 chunks'
-// added 30480; Q6_K 2 x 63 x 127 = 16002, 2 chunks' added 32004. Q4_K's
+// added 30480; Q5_K 2 x 31 x 127 = 7874, 4 chunks' added 31496 (8 would
+// be 62992); Q6_K 2 x 63 x 127 = 16002, 2 chunks' added 32004. Q4_K's
 // scaled sub-block sum is at most 32 x 15 x 63 x 16383 < 4.96e8, so 4 of
 // them (half a super-block) stay in int32 (< 1.99e9) before going to f32;
+// Q5_K's 32 x 31 x 63 x 16383 < 1.03e9, 2 of them (< 2.05e9);
 // a Q6_K sub-block sum at most 16 x 63 x 16383 < 2^24 (exact in f32).
 // Q6_K's int8 scales go to f32 as sc x 2^24 (the byte at the top of its
 // dword: one vpshufb), d as d x 2^-24: both exact.
 //
-// Not Q5_K: the same with the fifth bit or-ed in per chunk ran 0.83-0.85x
-// the tile at one token (its codes take as many operations as their
-// products; bench/RESULTS.md).
+// Q5_K on its old layout (the fifth bit or-ed in per chunk) ran 0.83-0.85x
+// the tile at one token; on this one 1.1x, 1.15-1.35x at 2-3 tokens, 0.75x
+// at 4 (the tile's 4-token path). The gathered codes' shifts cost nothing
+// measurable (every sub-block as one mask ran as fast): the extra vpmaddwd
+// of 4-chunk word sums bounds it (8-chunk sums, wrong, ran ~10% faster).
+// Codes widened to words once and vpmaddwd on 16-bit v ran 0.75-0.85x this
+// (bench/RESULTS.md).
 //
 // AT: act16_x86.h's AVX2 + FMA + F16C; pack16.c calls these only at that
 // level or above.
@@ -81,49 +90,41 @@ AT AI __m256i q4k_scale(const uint8_t *G, const int h, const int j, const int m)
                          _mm256_and_si256(_mm256_srli_epi32(d01, 2), _mm256_set1_epi8(48)));
 }
 
-AT AI void q4k_block(const int NT, const uint8_t *G, int64_t nb, int64_t b, const uint8_t *xq,
-                     size_t xs, __m256 *y) {
-  const __m256i m4 = _mm256_set1_epi8(15);
-  const uint8_t *qs = G + 256;
-  const int8_t *x[WK_PACK16_MAX_TOKENS];  // the lo bytes (hi: 256 on)
-  A16_UNROLL for (int t = 0; t < NT; t++)
-      x[t] = (const int8_t *)(xq + (size_t)t * xs) + wk_act16_bytes(WK_ACT_A16K, nb, b);
-  __m256 acc[2 * WK_PACK16_MAX_TOKENS];  // acc[2 t + h]: sum_j sc_j S_j in f32
-  A16_UNROLL for (int i = 0; i < 2 * NT; i++) acc[i] = _mm256_setzero_ps();
-  A16_UNROLL for (int q = 0; q < 2; q++) {  // half a super-block: pairs 2 q, 2 q + 1
-    __m256i is[2 * WK_PACK16_MAX_TOKENS];
-    A16_UNROLL for (int j = 4 * q; j < 4 * q + 4; j++) {  // sub-block j: pair j / 2, nibble j % 2
-      const int p = j / 2, n = j % 2;
-      __m256i w[WK_PACK16_MAX_TOKENS][2][2];  // [t][h][lo / hi bytes]
-      A16_UNROLL for (int c = 0; c < 8; c++) {
-        __m256i k[2];
-        A16_UNROLL for (int h = 0; h < 2; h++) {
-          const __m256i raw = a16_load(qs + 64 * (8 * p + c) + 32 * h);
-          k[h] = _mm256_and_si256(n ? _mm256_srli_epi16(raw, 4) : raw, m4);
-        }
-        A16_UNROLL for (int t = 0; t < NT; t++) {
-          const int8_t *xl = x[t] + 32 * j + 4 * c;
-          const __m256i l = a16_bcast4(xl), hb = a16_bcast4(xl + 256);
-          A16_UNROLL for (int h = 0; h < 2; h++) {
-            kadd(&w[t][h][0], k[h], l, c == 0);
-            kadd(&w[t][h][1], k[h], hb, c == 0);
-          }
-        }
-      }
-      A16_UNROLL for (int h = 0; h < 2; h++) {
-        // the scale in both words of each dword, and x 128
-        const __m256i s0 = kbyte(q4k_scale(G, h, j, 0), j % 4, 0, 1);
-        const __m256i s1 = _mm256_slli_epi16(s0, 7);
-        A16_UNROLL for (int t = 0; t < NT; t++) {
-          const __m256i v = _mm256_add_epi32(_mm256_madd_epi16(w[t][h][0], s0),
-                                             _mm256_madd_epi16(w[t][h][1], s1));
-          is[2 * t + h] = j % 4 ? _mm256_add_epi32(is[2 * t + h], v) : v;
-        }
-      }
-    }
-    A16_UNROLL for (int i = 0; i < 2 * NT; i++)
-        acc[i] = _mm256_add_ps(acc[i], _mm256_cvtepi32_ps(is[i]));
+// ---- Q5_K: d[16] dmin[16] | scales 3 chunks | codes 40 chunks (2816 bytes) --
+// Q4_K's d, dmin and scales (q4k_scale). Sub-blocks 0..4 are chunks 8 t + u
+// & 31; 5..7 gather their codes from those chunks' bits 5..7 (pack16.h) as
+// plain 0..31: the AVX-512 kernel's 8 x the code would make a word 2 x 248
+// x 127 and saturate vpmaddubsw.
+
+// Half h of chunk u (0..7) of sub-block j's codes (0..31).
+AT AI __m256i q5_codes(const uint8_t *qc, const int j, const int u, const int h) {
+  const uint8_t *p = qc + 64 * u + 32 * h;  // chunk 8 t + u at p + 512 t
+  if (j < 5) return _mm256_and_si256(a16_load(p + 512 * j), _mm256_set1_epi8(31));
+  // the code's top 3 bits: bits 5..7 of chunk j - 5, at bits 2..4
+  const __m256i top = _mm256_and_si256(_mm256_srli_epi16(a16_load(p + 512 * (j - 5)), 3),
+                                       _mm256_set1_epi8(28));
+  __m256i lo;  // its low 2 bits
+  if (j < 7) {  // bits 5..6 of chunk 3 (j = 5) or 4 (j = 6)
+    lo = _mm256_and_si256(_mm256_srli_epi16(a16_load(p + 512 * (j - 2)), 5), _mm256_set1_epi8(3));
+  } else {  // bit 7 of chunk 3 (bit 0) and of chunk 4 (bit 1)
+    lo = _mm256_or_si256(
+        _mm256_and_si256(_mm256_srli_epi16(a16_load(p + 1536), 7), _mm256_set1_epi8(1)),
+        _mm256_and_si256(_mm256_srli_epi16(a16_load(p + 2048), 6), _mm256_set1_epi8(2)));
   }
+  return _mm256_or_si256(top, lo);
+}
+
+// Half h of chunk c (0..7) of sub-block j's codes, Q4_K (0..15) or Q5_K.
+AT AI __m256i k45_codes(const int type, const uint8_t *qs, const int j, const int c,
+                        const int h) {
+  if (type == WK_Q5_K) return q5_codes(qs, j, c, h);
+  const __m256i raw = a16_load(qs + 64 * (8 * (j / 2) + c) + 32 * h);
+  return _mm256_and_si256(j % 2 ? _mm256_srli_epi16(raw, 4) : raw, _mm256_set1_epi8(15));
+}
+
+// y += d dx acc - dmin sum_j m_j (s_2j + s_2j+1), acc[2 t + h] = sum_j sc_j S_j.
+AT AI void k45_mins(const int NT, const uint8_t *G, int64_t b, const uint8_t *xq, size_t xs,
+                    const __m256 *acc, __m256 *y) {
   A16_UNROLL for (int h = 0; h < 2; h++) {
     const __m256 dw = _mm256_cvtph_ps(a16_load128(G + 16 * h));
     const __m256 dmw = _mm256_cvtph_ps(a16_load128(G + 32 + 16 * h));
@@ -140,6 +141,53 @@ AT AI void q4k_block(const int NT, const uint8_t *G, int64_t nb, int64_t b, cons
       *yv = _mm256_fnmadd_ps(dmw, mn, *yv);
     }
   }
+}
+
+// Q4_K or Q5_K: the words of CW chunks add before vpmaddwd (Q4_K 8, Q5_K 4)
+// and the scaled sums of SI sub-blocks in int32 before f32 (4, 2: Bounds).
+AT AI void k45_block(const int type, const int NT, const uint8_t *G, int64_t nb, int64_t b,
+                     const uint8_t *xq, size_t xs, __m256 *y) {
+  const int CW = type == WK_Q5_K ? 4 : 8, SI = type == WK_Q5_K ? 2 : 4;
+  const uint8_t *qs = G + 256;
+  const int8_t *x[WK_PACK16_MAX_TOKENS];  // the lo bytes (hi: 256 on)
+  A16_UNROLL for (int t = 0; t < NT; t++)
+      x[t] = (const int8_t *)(xq + (size_t)t * xs) + wk_act16_bytes(WK_ACT_A16K, nb, b);
+  __m256 acc[2 * WK_PACK16_MAX_TOKENS];  // acc[2 t + h]: sum_j sc_j S_j in f32
+  A16_UNROLL for (int i = 0; i < 2 * NT; i++) acc[i] = _mm256_setzero_ps();
+  A16_UNROLL for (int q = 0; q < 8 / SI; q++) {  // sub-blocks SI q ..
+    __m256i is[2 * WK_PACK16_MAX_TOKENS];
+    A16_UNROLL for (int j = SI * q; j < SI * q + SI; j++) {
+      A16_UNROLL for (int c0 = 0; c0 < 8; c0 += CW) {
+        __m256i w[WK_PACK16_MAX_TOKENS][2][2];  // [t][h][lo / hi bytes]
+        A16_UNROLL for (int c = c0; c < c0 + CW; c++) {
+          __m256i k[2];
+          A16_UNROLL for (int h = 0; h < 2; h++) k[h] = k45_codes(type, qs, j, c, h);
+          A16_UNROLL for (int t = 0; t < NT; t++) {
+            const int8_t *xl = x[t] + 32 * j + 4 * c;
+            const __m256i l = a16_bcast4(xl), hb = a16_bcast4(xl + 256);
+            A16_UNROLL for (int h = 0; h < 2; h++) {
+              kadd(&w[t][h][0], k[h], l, c == c0);
+              kadd(&w[t][h][1], k[h], hb, c == c0);
+            }
+          }
+        }
+        A16_UNROLL for (int h = 0; h < 2; h++) {
+          // the scale in both words of each dword, and x 128
+          const __m256i s0 = kbyte(q4k_scale(G, h, j, 0), j % 4, 0, 1);
+          const __m256i s1 = _mm256_slli_epi16(s0, 7);
+          A16_UNROLL for (int t = 0; t < NT; t++) {
+            const __m256i v = _mm256_add_epi32(_mm256_madd_epi16(w[t][h][0], s0),
+                                               _mm256_madd_epi16(w[t][h][1], s1));
+            const int i = 2 * t + h;
+            is[i] = j % SI || c0 ? _mm256_add_epi32(is[i], v) : v;
+          }
+        }
+      }
+    }
+    A16_UNROLL for (int i = 0; i < 2 * NT; i++)
+        acc[i] = _mm256_add_ps(acc[i], _mm256_cvtepi32_ps(is[i]));
+  }
+  k45_mins(NT, G, b, xq, xs, acc, y);
 }
 
 // ---- Q6_K: d[16] | scales 4 chunks | codes 48 chunks (3360 bytes) ----------
@@ -219,14 +267,15 @@ AT AI void q6k_block(const int NT, const uint8_t *G, int64_t nb, int64_t b, cons
 // One group x NT tokens -> y[t * ys + r].
 AT AI void kgroup_n(const int type, const int NT, const uint8_t *g, int64_t nb,
                    const uint8_t *xq, size_t xs, float *y, size_t ys) {
-  const size_t sb = 16 * (size_t)(type == WK_Q4_K ? 144 : 210);  // a super-block of 16 rows
+  // a super-block of 16 rows
+  const size_t sb = 16 * (size_t)(type == WK_Q4_K ? 144 : type == WK_Q5_K ? 176 : 210);
   __m256 acc[2 * WK_PACK16_MAX_TOKENS];
   A16_UNROLL for (int i = 0; i < 2 * NT; i++) acc[i] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; b++) {
     const uint8_t *G = g + (size_t)b * sb;
     ahead(G, sb);
-    if (type == WK_Q4_K) q4k_block(NT, G, nb, b, xq, xs, acc);
-    else q6k_block(NT, G, nb, b, xq, xs, acc);
+    if (type == WK_Q6_K) q6k_block(NT, G, nb, b, xq, xs, acc);
+    else k45_block(type, NT, G, nb, b, xq, xs, acc);
   }
   A16_UNROLL for (int t = 0; t < NT; t++) {
     _mm256_storeu_ps(y + (size_t)t * ys, acc[2 * t]);
@@ -251,11 +300,13 @@ AT AI void kgroup2(const int type, const int NT, const uint8_t *g, int64_t nb,
 #define P16K_GEMM(T, TYPE) P16_GEMM_OF(T, TYPE, kgroup2, 256)
 
 P16K_GEMM(q4_k, WK_Q4_K)
+P16K_GEMM(q5_k, WK_Q5_K)
 P16K_GEMM(q6_k, WK_Q6_K)
 
 wk_gemm_fn wk_pack16k_avx2_find(int type) {
   switch (type) {
     case WK_Q4_K: return q4_k_p16;
+    case WK_Q5_K: return q5_k_p16;
     case WK_Q6_K: return q6_k_p16;
     default: return NULL;
   }
