@@ -312,14 +312,13 @@ static wk_gemm_fn pack_kernel(const cpu_mm *mm) {
   if ((e && e[0] == '0' && !e[1]) || !mm->fast || mm->w->ne[1] < WK_PACK16_ROWS ||
       mm->kr.act != wk_pack16_act(mm->w->type) || !wk_pack16_fits(mm->w->type, mm->w->ne[0]))
     return NULL;
-  // Not Q8_0: its packed kernel runs 2x the tile's speed in L2 but reads no
-  // faster from memory (one thread 74-78% of the read passes against the
-  // tile's 79-82%; Gemma 3's decode, mostly its Q8_0 output matrix, 3-8%
-  // slower). The AVX2 level has none (pack16_avx2.c), and none for the
-  // K-quants other than Q4_K, Q5_K, Q6_K (pack16k_avx2.c) nor for the float
-  // types: wk_pack16_gemm is NULL there, so those keep the file's layout.
-  const int t = mm->w->type;
-  return t == WK_Q8_0 ? NULL : wk_pack16_gemm(t);
+  // Q8_0 too since session 29 (its packed kernel, with its prefetch a page,
+  // reads 77-99% of the read passes against the tile's 63-83%; before, a
+  // prefetch a line held it at the tile's speed). The AVX2 level packs the
+  // 32-value formats but Q8_0 (pack16_avx2.c) and Q4_K, Q5_K, Q6_K
+  // (pack16k_avx2.c), none of the float types: wk_pack16_gemm is NULL for
+  // the rest, which keep the file's layout.
+  return wk_pack16_gemm(mm->w->type);
 }
 
 size_t cpu_mm_pack_size(const cpu_mm *mm, bool mapped) {

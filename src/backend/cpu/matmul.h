@@ -89,9 +89,9 @@ typedef struct cpu_mm {
 // Picks the path of w: fast when !exact and the kernel table has w's type
 // (and k is a multiple of its blocks), else exact.
 void cpu_mm_plan(cpu_mm *mm, const wk_tensor *w, bool exact);
-// On AVX-512 VNNI CPUs, for the fast path's matrices of Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q2_K,
-// Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS, F16, BF16 and FP8 with at least 16 rows (not Q8_0: matmul.c
-// says why; rows of a whole number of the packed blocks, pack16.h), and on CPUs whose best level
+// On AVX-512 VNNI CPUs, for the fast path's matrices of Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL,
+// Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS, F16, BF16 and FP8 with at least 16 rows (rows of a
+// whole number of the packed blocks, pack16.h), and on CPUs whose best level
 // is AVX2 for those with an AVX2 packed kernel (wk_pack16_gemm): a copy of the matrix with its
 // whole 16-row groups packed for the decode kernels (kernels/pack16.h: 1.3-1.6x their speed
 // with rows in L2), which the products read from then on (the integer GEMM and the f32 path
