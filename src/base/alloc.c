@@ -57,9 +57,10 @@ void *wk_alloc_huge(size_t size) {
   if (size == 0) return NULL;
   if (g_alloc_fn) return wk_malloc(size);
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
-  size_t len, map;
-  if (!wk_add_ok(size, HUGE_PAGE - 1, &len) || !wk_add_ok(len &= ~(HUGE_PAGE - 1), HUGE_PAGE, &map))
-    return NULL;
+  size_t len, map;  // size in whole huge pages, and one more to align the start
+  if (!wk_add_ok(size, HUGE_PAGE - 1, &len)) return NULL;
+  len &= ~(HUGE_PAGE - 1);
+  if (!wk_add_ok(len, HUGE_PAGE, &map)) return NULL;
   uint8_t *m = mmap(NULL, map, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (m == MAP_FAILED) return NULL;
   // keep the 2 MB-aligned len bytes inside, give the rest back

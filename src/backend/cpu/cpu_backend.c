@@ -14,18 +14,6 @@
 
 // ---- prepare ----
 
-// The packed copies of every matrix plan (cpu_mm_pack).
-static void free_packed(cpu_ctx *c) {
-  for (int il = 0; c->lm && il < c->m->n_layers; il++) {
-    layer_mm *lm = &c->lm[il];
-    cpu_mm *ms[] = {&lm->wq, &lm->wk, &lm->wv, &lm->wo, &lm->gate, &lm->up, &lm->down};
-    for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++) cpu_mm_unpack(ms[i]);
-  }
-  cpu_mm_unpack(&c->out_mm);
-  wk_free_huge(c->packed, c->packed_bytes);
-  c->packed = NULL;
-}
-
 // The matrices of layer il (il = n_layers: the output matrix alone) into
 // mm[], their tensors into w[]; returns how many.
 static int layer_matrices(cpu_ctx *c, int il, cpu_mm **mm, const wk_tensor **w) {
@@ -39,6 +27,19 @@ static int layer_matrices(cpu_ctx *c, int il, cpu_mm **mm, const wk_tensor **w) 
   const wk_tensor *ws[] = {&l->wq, &l->wk, &l->wv, &l->wo, &l->w_gate, &l->w_up, &l->w_down};
   for (int i = 0; i < 7; i++) mm[i] = ms[i], w[i] = ws[i];
   return 7;
+}
+
+// The packed copies of every matrix plan (cpu_mm_pack).
+static void free_packed(cpu_ctx *c) {
+  const int layers = c->m && c->lm ? c->m->n_layers : 0;
+  for (int il = 0; il < layers; il++) {
+    cpu_mm *mm[7];
+    const wk_tensor *w[7];
+    for (int i = 0, n = layer_matrices(c, il, mm, w); i < n; i++) cpu_mm_unpack(mm[i]);
+  }
+  cpu_mm_unpack(&c->out_mm);
+  wk_free_huge(c->packed, c->packed_bytes);
+  c->packed = NULL;
 }
 
 static void ctx_release(cpu_ctx *c) {

@@ -281,6 +281,7 @@ typedef struct pack_job {
   const cpu_mm *mm;
   uint8_t *dst;  // 64-byte aligned
   long g0, g1;   // the groups of this call
+  bool pack;     // packed (else copied as they are)
 } pack_job;
 
 static void pack_run(void *ctx, int ith, int nth) {
@@ -289,9 +290,15 @@ static void pack_run(void *ctx, int ith, int nth) {
   long lo, hi;
   wk_split(j->g1 - j->g0, ith, nth, 1, &lo, &hi);
   const size_t gb = WK_PACK16_ROWS * mm->row_bytes;
+  const uint8_t *src = (const uint8_t *)mm->w->data;
+  if (!j->pack) {
+    memcpy(j->dst + (size_t)(j->g0 + lo) * gb, src + (size_t)(j->g0 + lo) * gb,
+           (size_t)(hi - lo) * gb);
+    return;
+  }
   for (long g = j->g0 + lo; g < j->g0 + hi; g++)
-    wk_pack16_group(mm->w->type, mm->w->ne[0], (const uint8_t *)mm->w->data + (size_t)g * gb,
-                    mm->row_bytes, j->dst + (size_t)g * gb);
+    wk_pack16_group(mm->w->type, mm->w->ne[0], src + (size_t)g * gb, mm->row_bytes,
+                    j->dst + (size_t)g * gb);
 }
 
 // Drops the whole pages of [p, p + n) from the process's mapping (they come
@@ -322,45 +329,22 @@ static wk_gemm_fn pack_kernel(const cpu_mm *mm) {
 }
 
 size_t cpu_mm_pack_size(const cpu_mm *mm, bool mapped) {
-  const bool copy = pack_kernel(mm) || (mapped && mm->fast && !getenv("WICK_NOCOPY"));
+  const char *e = getenv("WICK_NOCOPY");
+  const bool nocopy = e && e[0] && strcmp(e, "0") != 0;
+  const bool copy = pack_kernel(mm) || (mapped && mm->fast && !nocopy);
   return copy ? (mm->row_bytes * (size_t)mm->w->ne[1] + 63) & ~(size_t)63 : 0;
 }
 
-typedef struct copy_job {
-  const uint8_t *src;
-  uint8_t *dst;
-  size_t n;
-} copy_job;
-
-static void copy_run(void *ctx, int ith, int nth) {
-  const copy_job *j = ctx;
-  long lo, hi;
-  wk_split((long)(j->n / 64), ith, nth, 1, &lo, &hi);
-  const size_t a = (size_t)lo * 64, b = hi == (long)(j->n / 64) ? j->n : (size_t)hi * 64;
-  memcpy(j->dst + a, j->src + a, b - a);
-}
-
 void cpu_mm_pack(cpu_mm *mm, wk_pool *pool, bool mapped, uint64_t *acct, uint8_t *dst) {
-  const wk_gemm_fn pg = pack_kernel(mm);
-  const long rows = mm->w->ne[1], groups = pg ? rows / WK_PACK16_ROWS : 0;
+  const wk_gemm_fn pg = pack_kernel(mm);  // NULL: the rows copied as they are
+  const long rows = mm->w->ne[1], groups = rows / WK_PACK16_ROWS;
   const size_t bytes = mm->row_bytes * (size_t)rows, gb = WK_PACK16_ROWS * mm->row_bytes;
   if (!mapped) *acct += bytes;  // mapped: it takes the place of the file's pages
-  if (!pg) {  // the rows as they are, on the copy's pages, in slices as below
-    for (size_t at = 0; at < bytes; at += (size_t)16 << 20) {
-      const size_t n = bytes - at < ((size_t)16 << 20) ? bytes - at : (size_t)16 << 20;
-      copy_job j = {(const uint8_t *)mm->w->data + at, dst + at, n};
-      wk_pool_run(pool, copy_run, &j);
-      if (mapped) drop_pages(j.src, n);
-    }
-    mm->data = dst;
-    return;
-  }
-  mm->packed = dst;
-  // in slices of ~16 MB, each slice's file pages dropped once packed (the
+  // in slices of ~16 MB, each slice's file pages dropped once written (the
   // copy never holds much more than one slice twice)
   const long per = (long)((16u << 20) / gb) + 1;
   for (long g0 = 0; g0 < groups; g0 += per) {
-    pack_job j = {mm, dst, g0, g0 + per < groups ? g0 + per : groups};
+    pack_job j = {mm, dst, g0, g0 + per < groups ? g0 + per : groups, pg != NULL};
     wk_pool_run(pool, pack_run, &j);
     if (mapped)
       drop_pages((const uint8_t *)mm->w->data + (size_t)g0 * gb, (size_t)(j.g1 - g0) * gb);
@@ -369,6 +353,8 @@ void cpu_mm_pack(cpu_mm *mm, wk_pool *pool, bool mapped, uint64_t *acct, uint8_t
   memcpy(dst + (size_t)groups * gb, (const uint8_t *)mm->w->data + (size_t)groups * gb,
          bytes - (size_t)groups * gb);
   mm->data = dst;
+  if (!pg) return;
+  mm->packed = dst;
   mm->packed_rows = groups * WK_PACK16_ROWS;
   mm->pg = pg;
 }

@@ -97,7 +97,7 @@ void cpu_mm_plan(cpu_mm *mm, const wk_tensor *w, bool exact);
 // with rows in L2), which the products read from then on (the integer GEMM and the f32 path
 // unpack 32 rows at a time into their scratch). Where the weights are mapped, the fast path's
 // other matrices are copied as they are (the copy lies on 2 MB pages: wk_alloc_huge says why;
-// WICK_NOCOPY in the environment leaves them in the mapping). cpu_mm_pack_size: the bytes the
+// WICK_NOCOPY=1 in the environment leaves them in the mapping). cpu_mm_pack_size: the bytes the
 // copy takes (a multiple of 64; 0: mm keeps the file's rows). cpu_mm_pack writes it to dst
 // (64-byte aligned, that many bytes, owned by the caller and kept while mm is used). mapped:
 // the weights lie in a read-only private file mapping, whose pages under the matrix are then
