@@ -207,15 +207,22 @@ AT AI void q6k_block(const int NT, const uint8_t *G, int64_t nb, int64_t b, cons
 // Chunk c = 8 n + 4 q + u of qs (bytes 4 c ..): its bits 2 j .. 2 j + 1 are
 // values 128 n + 32 j + 16 q + 4 u + k, so chunks 8 n + 4 q + (0..3) make
 // 16-value sub-block 8 n + 2 j + q for each j. Codes go in as raw & (3 <<
-// 2 j) = 4^j x the code (no shift), the scale as sc / 4^j (exact):
-//   y += d dx sum_s sc_s S_s - dmin sum_s m_s (dx sum_s v)
+// 2 j) = 4^j x the code (no shift); one token keeps a sum per j and divides
+// it by 4^j once a super-block, several take sc / 4^j (exact). The mins
+// are an integer dot product: scales chunk c's high nibbles are the mins of
+// sub-blocks 4 c .. 4 c + 3, one vpdpbusd each against the same 4 groups'
+// integer activation sums S_j in three base-128 digits (wk_act16k.g):
+//   y += d dx sum_s sc_s S'_s - dmin dx sum_s m_s S_s
+// with S'_s the sub-block's integer sum against the codes. Bounds: |S'_s|
+// <= 16 x 192 x 16383 < 2^26; sum_s m_s |S_s| <= 16 x 15 x 262128 < 2^26.
 
 AT AI void q2k_block(const int NT, const uint8_t *G, int64_t nb, int64_t b, const uint8_t *xq,
                      size_t xs, __m512 *y) {
   const __m512i m4 = _mm512_set1_epi8(15);
   const uint8_t *qs = G + 320;
-  __m512 acc[WK_PACK16_MAX_TOKENS], mn[WK_PACK16_MAX_TOKENS];
-  A16_UNROLL for (int t = 0; t < NT; t++) acc[t] = mn[t] = _mm512_setzero_ps();
+  // one token: acc[j] for the sub-blocks of codes 4^j x; several: acc[t]
+  __m512 acc[WK_PACK16_MAX_TOKENS];
+  A16_UNROLL for (int t = 0; t < WK_PACK16_MAX_TOKENS; t++) acc[t] = _mm512_setzero_ps();
   A16_UNROLL for (int n = 0; n < 2; n++) {
     A16_UNROLL for (int q = 0; q < 2; q++) {
       __m512i raw[4];
@@ -227,25 +234,37 @@ AT AI void q2k_block(const int NT, const uint8_t *G, int64_t nb, int64_t b, cons
         A16_UNROLL for (int u = 0; u < 4; u++)
           c[u] = _mm512_and_si512(raw[u], _mm512_set1_epi8((char)(3 << (2 * j))));
         const __m512i S = _mm512_loadu_si512(G + 64 + 64 * (sb / 4));
-        const __m512 sc = _mm512_mul_ps(byte_u(_mm512_and_si512(S, m4), sb % 4),
-                                        _mm512_set1_ps(1.0f / (float)(1 << (2 * j))));
-        const __m512 mf = byte_u(_mm512_and_si512(_mm512_srli_epi16(S, 4), m4), sb % 4);
+        __m512 sc = byte_u(_mm512_and_si512(S, m4), sb % 4);
+        if (NT > 1) sc = _mm512_mul_ps(sc, _mm512_set1_ps(1.0f / (float)(1 << (2 * j))));
         A16_UNROLL for (int t = 0; t < NT; t++) {
-          const wk_act16k *a = (const wk_act16k *)(xq + (size_t)t * xs) + b;
           const int8_t *xl = (const int8_t *)(xq + (size_t)t * xs) +
                              wk_act16_bytes(WK_ACT_A16K, nb, b) + 16 * sb;
-          acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum16(c, xl, xl + 256)), sc, acc[t]);
-          mn[t] = _mm512_fmadd_ps(mf, _mm512_set1_ps(a->s[sb]), mn[t]);
+          const int a = NT > 1 ? t : j;
+          acc[a] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum16(c, xl, xl + 256)), sc, acc[a]);
         }
       }
     }
   }
+  if (NT == 1) {
+    acc[0] = _mm512_fmadd_ps(acc[1], _mm512_set1_ps(0.25f), acc[0]);
+    acc[0] = _mm512_fmadd_ps(acc[2], _mm512_set1_ps(1.0f / 16), acc[0]);
+    acc[0] = _mm512_fmadd_ps(acc[3], _mm512_set1_ps(1.0f / 64), acc[0]);
+  }
+  __m512i m[4];  // the mins of sub-blocks 4 c .. 4 c + 3, a byte each
+  A16_UNROLL for (int c = 0; c < 4; c++)
+    m[c] = _mm512_and_si512(_mm512_srli_epi16(_mm512_loadu_si512(G + 64 + 64 * c), 4), m4);
   const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)G));
   const __m512 dmw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(G + 32)));
   A16_UNROLL for (int t = 0; t < NT; t++) {
     const wk_act16k *a = (const wk_act16k *)(xq + (size_t)t * xs) + b;
-    y[t] = _mm512_fmadd_ps(_mm512_mul_ps(dw, _mm512_set1_ps(a->d)), acc[t], y[t]);
-    y[t] = _mm512_fnmadd_ps(dmw, mn[t], y[t]);
+    __m512i mn = _mm512_setzero_si512();
+    A16_UNROLL for (int p = 2; p >= 0; p--) {
+      if (p < 2) mn = _mm512_slli_epi32(mn, 7);
+      A16_UNROLL for (int c = 0; c < 4; c++) mn = dpb4(mn, m[c], a->g[p] + 4 * c);
+    }
+    const __m512 dx = _mm512_set1_ps(a->d);
+    y[t] = _mm512_fmadd_ps(_mm512_mul_ps(dw, dx), acc[t], y[t]);
+    y[t] = _mm512_fnmadd_ps(_mm512_mul_ps(dmw, dx), _mm512_cvtepi32_ps(mn), y[t]);
   }
 }
 
