@@ -98,7 +98,7 @@ AT AI void group(const int type, const int NT, const uint8_t *g, int64_t nb, con
     const uint8_t *d = g + 16 * (size_t)b * bytes, *m = d + 64, *qh = m + 2 * mb,
                   *qs = qh + 2 * qb;
     if (type == WK_Q8_0) ahead_pages(d, 32 * bytes);
-    else ahead(d, 32 * bytes);
+    else ahead_n(d, 32 * bytes, 3);
     block(type, NT, d, m, qh, qs, nb, b, xq, xs, acc);
     block(type, NT, d + 32, m + 32, qh + 64, qs + chunk, nb, b + 1, xq, xs, acc);
   }

@@ -22,24 +22,28 @@
 // against none 44-51% at 4096x14336 and 14336x4096; k <= 2048 within the
 // VM's spread either way.
 static const size_t k_p16_ahead = 8192;
-// Each line is asked for twice: k_p16_ahead2 bytes ahead first, then again
-// at k_p16_ahead. Asked once, at either distance or twice at the same one,
-// the kernels that spend longest on a byte fell short of the read passes
-// with two threads (a request the core cannot take while its misses are
-// full seems to be lost, and the line then comes on demand). Twice, 4
-// rounds rotating the four builds, medians at 4096x14336 / 14336x4096, 2
-// threads (1 thread): Q5_K 92-96% against 80-85% (87-88 against 61-74),
-// Q6_K 96-97 against 81-90, Q4_1 90-91 against 84-86 (76-79 against
-// 67-69), Q4_0 90-91 against 86-87 (78-80 against 71), Q2_K 84-90 against
-// 76-80; 24 KB alone 84-90, 8 KB twice 84-89 (session 31).
-static const size_t k_p16_ahead2 = 24576;
-
-// The lines of [p, p + len) k_p16_ahead2 and k_p16_ahead bytes on (len a
-// multiple of 64).
-AT AI void ahead(const uint8_t *p, size_t len) {
-  for (size_t o = 0; o < len; o += 64) _mm_prefetch((const char *)(p + k_p16_ahead2 + o), _MM_HINT_T1);
+// Each line is asked for more than once, farther ahead first: n = 2 asks
+// at 24 KB and k_p16_ahead, n = 3 at 32 KB, 16 KB and k_p16_ahead. Asked
+// once, at any distance, the kernels that spend longest on a byte fell
+// short of the read passes with two threads: a request the core cannot
+// take while its misses are all out seems to be lost, and the line then
+// comes on demand. Session 31, medians over 4096x14336 / 14336x4096 of 4
+// rounds alternating the builds, % of the read passes, 2 threads (1):
+//   once at 8 KB   Q5_K 80-83  Q4_1 84  Q2_K 73-77  Q4_0 84-87
+//   n = 2          Q5_K 90-92  Q4_1 90-92 (81-84)  Q2_K 75-84  Q4_0 91-92 (84-85)
+//                  Q4_K 95 (86-90)  IQ4_XS 94-95 (76-79)  FP8 92-94 (73-80)
+//   n = 3          Q5_K 91-94  Q4_1 95-96 (89-90)  Q2_K 85-87  Q4_0 94-95 (88-90)
+//                  Q4_K 95-96 (78-84)  IQ4_XS 84-90 (63-66)  FP8 93-94 (65-78)
+// (once at 24 KB, or twice at 8 KB: Q5_K 84-85, Q2_K 82-90). So n = 3 for
+// the 32-value formats, Q2_K, Q3_K and Q5_K, n = 2 for the rest.
+AT AI void ahead_n(const uint8_t *p, size_t len, const int n) {
+  static const size_t far[2][2] = {{24576, 0}, {32768, 16384}};
+  for (int i = 0; i < n - 1; i++)
+    for (size_t o = 0; o < len; o += 64)
+      _mm_prefetch((const char *)(p + far[n - 2][i] + o), _MM_HINT_T1);
   for (size_t o = 0; o < len; o += 64) _mm_prefetch((const char *)(p + k_p16_ahead + o), _MM_HINT_T1);
 }
+AT AI void ahead(const uint8_t *p, size_t len) { ahead_n(p, len, 2); }
 
 // Only the first two lines of each 4 KB page that [p, p + len) k_p16_ahead
 // bytes on starts: enough to start the hardware's stream in the page, for a

@@ -111,7 +111,7 @@ AT AI void q3k_group(const int type, const int NT, const uint8_t *g, int64_t nb,
   A16_UNROLL for (int t = 0; t < NT; t++) acc[t] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; b++) {
     const uint8_t *G = g + (size_t)b * Q3_GROUP;
-    ahead(G, Q3_GROUP);
+    ahead_n(G, Q3_GROUP, 3);
     q3k_block(NT, G, b, xq, xs, acc);
   }
   A16_UNROLL for (int t = 0; t < NT; t++) _mm512_storeu_ps(y + (size_t)t * ys, acc[t]);
