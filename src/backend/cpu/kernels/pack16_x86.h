@@ -41,7 +41,8 @@ AT AI void ahead_n(const uint8_t *p, size_t len, const int n) {
   for (int i = 0; i < n - 1; i++)
     for (size_t o = 0; o < len; o += 64)
       _mm_prefetch((const char *)(p + far[n - 2][i] + o), _MM_HINT_T1);
-  for (size_t o = 0; o < len; o += 64) _mm_prefetch((const char *)(p + k_p16_ahead + o), _MM_HINT_T1);
+  for (size_t o = 0; o < len; o += 64)
+    _mm_prefetch((const char *)(p + k_p16_ahead + o), _MM_HINT_T1);
 }
 AT AI void ahead(const uint8_t *p, size_t len) { ahead_n(p, len, 2); }
 

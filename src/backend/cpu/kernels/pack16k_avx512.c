@@ -221,6 +221,7 @@ AT AI void q2k_block(const int NT, const uint8_t *G, int64_t nb, int64_t b, cons
   const __m512i m4 = _mm512_set1_epi8(15);
   const uint8_t *qs = G + 320;
   // one token: acc[j] for the sub-blocks of codes 4^j x; several: acc[t]
+  _Static_assert(WK_PACK16_MAX_TOKENS >= 4, "a sum per j in acc");
   __m512 acc[WK_PACK16_MAX_TOKENS];
   A16_UNROLL for (int t = 0; t < WK_PACK16_MAX_TOKENS; t++) acc[t] = _mm512_setzero_ps();
   A16_UNROLL for (int n = 0; n < 2; n++) {
