@@ -338,9 +338,11 @@ static mv_result measure(wk_pool *pool, const mm_job *job, const wk_kernel *rk,
 
 static void bench_type(int type, const int64_t shape[2], const options *o, wk_pool *pools[]) {
   wk_kernel kr;
-  // --packed Q3_K: the 8-bit activations its packed kernel takes
-  const int act8 = o->packed && wk_pack16_act(type) == WK_ACT_Q8K;
-  if (!(o->act16 && !act8 && wk_act16_pick(type, o->level, &kr) == WICK_OK) &&
+  // --packed: the activations the packed kernel takes (Q3_K's and Q2_K's
+  // 8-bit ones), else --act16's 16-bit ones or the kernel table's
+  if (!(o->packed && wk_pack16_gemm_at(type, o->level) &&
+        wk_pack16_pick(type, o->level, &kr) == WICK_OK) &&
+      !(o->act16 && wk_act16_pick(type, o->level, &kr) == WICK_OK) &&
       wk_kernel_pick(type, o->level, &kr) != WICK_OK)
     return;
   int64_t k = shape[0], n = shape[1];

@@ -7,7 +7,7 @@
 //
 // stdin: N rows of TYPE's blocks (wk_row_size(TYPE, K) bytes each), then
 // TOKENS x K f32 activations. stdout: int32 activation format of the plan
-// (kernels.h / act16.h ids; -1: exact path), int32 kernel level, then
+// (kernels.h / act16.h / act8b.h ids; -1: exact path), int32 kernel level, then
 // TOKENS x N f32 outputs (y[t][r]). Exit status 1 on bad input.
 #include <stdint.h>
 #include <stdio.h>

@@ -1,13 +1,14 @@
-"""Q2_K and Q3_K products on the CPU fast path (8-bit activations by default)
-against an independent reference.
+"""Q2_K and Q3_K products on the CPU fast path (8-bit activations) against an
+independent reference.
 
 The CPU backend multiplies Q3_K weights (by default) and Q2_K weights (with
-WICK_ACT8=1) with activations rounded to 8 bits per 256-value block
-(src/backend/cpu/matmul.c, plan_act8): x[i] is
-replaced by d * q[i], d = max|x| / 127 over its block, q an integer in
-[-127, 127], so |x[i] - d q[i]| <= d / 2. Every integer sum is exact and the
-float steps round once per super-block, so against the exact product
-sum_i w[i] x[i] the result may differ by at most
+WICK_ACT8=1) with activations rounded to 8 bits per 256-value block, and by
+default Q2_K weights with 8 bits per 32-value block (src/backend/cpu/matmul.c,
+plan_act8 / plan_act8b; act8b.h; on CPUs with AVX-512 VNNI, where Q2_K's
+packed kernel takes them): x[i] is replaced by d * q[i], d = max|x| / 127
+over its block, q an integer in [-127, 127], so |x[i] - d q[i]| <= d / 2.
+Every integer sum is exact and the float steps round once per block, so
+against the exact product sum_i w[i] x[i] the result may differ by at most
 
     sum_i |w[i]| * d(i) / 2   (activation rounding)
   + 1e-5 * sum_i |w[i] x[i]|  (f32 rounding of the per-block steps)
@@ -18,13 +19,13 @@ every run (the seed is printed; WICK_TEST_SEED=N runs seed N again): random
 block bytes (so every scale, minimum and code occurs, the largest included)
 with finite f16 factors, activations Gaussian with a spread that changes every
 32 values and an outlier 40x larger in some blocks (the pattern that makes
-8-bit activations coarse). Shapes reach the decode tiles and their tails, the
-several-token tiles, and rows too long for the product's once-per-call
-activation layout (more than 64 blocks).
+8-bit activations coarse). Shapes reach the packed 16-row groups and the rows
+after them, several tokens, and rows too long for the product's
+once-per-call activation layout (more than 64 blocks).
 
 The driver (cpu_matvec_driver.c) is compiled here from the CPU backend's
 sources and reports which activation format the plan chose: the test asserts
-it is the 8-bit one, so that the bound is checked on that path.
+it is the 8-bit one it bounds, so that the bound is checked on that path.
 """
 
 import os
@@ -42,6 +43,8 @@ from gguf.constants import GGML_QUANT_SIZES  # noqa: E402
 ROOT = Path(__file__).resolve().parents[2]
 WK_ACT_Q8K = 2  # src/backend/cpu/kernels/kernels.h
 WK_ACT_A16K = 4  # src/backend/cpu/kernels/act16.h
+WK_ACT_Q8B = 6  # src/backend/cpu/kernels/act8b.h
+WK_LEVEL_AVX512 = 3  # kernels.h: AVX-512 with VNNI
 F16_FIELDS = {T.Q2_K: [80, 82], T.Q3_K: [108]}
 # k x rows x tokens: 4 rows a decode tile plus tails; 2 and 3 tokens through
 # the several-token tiles; 65 blocks a row (past the 64 joined once a call)
@@ -98,29 +101,44 @@ def run(driver, t, k, rows, tokens, w, x, env=None):
     assert res.returncode == 0, res.stderr.decode()
     head = np.frombuffer(res.stdout[:8], dtype=np.int32)
     y = np.frombuffer(res.stdout[8:], dtype=np.float32).reshape(tokens, rows)
-    return int(head[0]), y
+    return int(head[0]), int(head[1]), y
 
 
-@pytest.mark.parametrize("t", [T.Q2_K, T.Q3_K], ids=lambda t: t.name)
-def test_act8_product_within_rounding_bound(driver, t):
+# (type, WICK_ACT8, activation format the plan must take, its block)
+CASES = [(T.Q2_K, None, WK_ACT_Q8B, 32), (T.Q2_K, "1", WK_ACT_Q8K, 256),
+         (T.Q3_K, None, WK_ACT_Q8K, 256)]
+
+
+def has_avx512_vnni(driver):
+    rng = np.random.default_rng(1)
+    _, level, _ = run(driver, T.Q3_K, 256, 5, 1, random_rows(rng, T.Q3_K, 256, 5),
+                      random_x(rng, 256, 1))
+    return level == WK_LEVEL_AVX512
+
+
+@pytest.mark.parametrize("t,act8,fmt,blk", CASES,
+                         ids=["Q2_K-per32", "Q2_K-per256", "Q3_K-per256"])
+def test_act8_product_within_rounding_bound(driver, t, act8, fmt, blk):
+    if fmt == WK_ACT_Q8B and not has_avx512_vnni(driver):
+        pytest.skip("skipped: Q2_K's per-32 8-bit activations need AVX-512 VNNI, "
+                    "which this CPU lacks")
     seed = int(os.environ.get("WICK_TEST_SEED", int.from_bytes(os.urandom(4), "little")))
     rng = np.random.default_rng(seed)
-    print(f"{t.name}: seed {seed}")
-    # Q3_K: the default plan; Q2_K: its 8-bit kernels are opt-in
+    print(f"{t.name} blocks of {blk}: seed {seed}")
     env = {k: v for k, v in os.environ.items() if k != "WICK_ACT8"}
-    if t == T.Q2_K:
-        env["WICK_ACT8"] = "1"
+    if act8:
+        env["WICK_ACT8"] = act8
     for k, rows, tokens in SHAPES:
         w = random_rows(rng, t, k, rows)
         x = random_x(rng, k, tokens)
-        act, y = run(driver, t, k, rows, tokens, w, x, env)
-        assert act == WK_ACT_Q8K, f"{t.name}: the plan took activation format {act}, not 8-bit"
+        act, _, y = run(driver, t, k, rows, tokens, w, x, env)
+        assert act == fmt, f"{t.name}: the plan took activation format {act}, not {fmt}"
         wd = quants.dequantize(w, t).astype(np.float64)  # rows x k
         assert wd.shape == (rows, k)
         xd = x.astype(np.float64)
         want = xd @ wd.T  # tokens x rows
-        # half a step of each activation's 256-value block
-        half = np.repeat(np.abs(xd).reshape(tokens, -1, 256).max(axis=2) / 127 / 2, 256, axis=1)
+        # half a step of each activation's block
+        half = np.repeat(np.abs(xd).reshape(tokens, -1, blk).max(axis=2) / 127 / 2, blk, axis=1)
         bound = half @ np.abs(wd).T + 1e-5 * (np.abs(xd) @ np.abs(wd).T)
         err = np.abs(y.astype(np.float64) - want)
         # rows whose weights or activations are all zero (random factors
@@ -146,12 +164,17 @@ def test_act8_product_within_rounding_bound(driver, t):
             assert ratio < 0.25
 
 
-def test_default_plan_q2k_16bit(driver):
-    """Q2_K's default plan keeps 16-bit activations (plan_act8: its 8-bit
-    product moved perplexity past the 0.5% bound)."""
+def test_q2k_plan(driver):
+    """Q2_K's plan: 8 bits per 32 values where the CPU has AVX-512 VNNI (its
+    packed kernel's activations), else 16 bits (plan_act8b); WICK_ACT8=0 keeps
+    16 bits everywhere (its 8-bit per-256 product moved perplexity past the
+    0.5% bound, the per-32 one did not: bench/RESULTS.md)."""
     env = {k: v for k, v in os.environ.items() if k != "WICK_ACT8"}
     rng = np.random.default_rng(1)
     w = random_rows(rng, T.Q2_K, 256, 5)
     x = random_x(rng, 256, 1)
-    act, _ = run(driver, T.Q2_K, 256, 5, 1, w, x, env)
-    assert act == WK_ACT_A16K, f"Q2_K default plan took activation format {act}"
+    act, level, _ = run(driver, T.Q2_K, 256, 5, 1, w, x, env)
+    assert act == (WK_ACT_Q8B if level == WK_LEVEL_AVX512 else WK_ACT_A16K), (
+        f"Q2_K default plan took activation format {act} at level {level}")
+    act, _, _ = run(driver, T.Q2_K, 256, 5, 1, w, x, {**env, "WICK_ACT8": "0"})
+    assert act == WK_ACT_A16K, f"Q2_K under WICK_ACT8=0 took activation format {act}"

@@ -12,7 +12,8 @@
 //    packed type; AVX2, those eight) bit-identical to the
 //    16-bit-activation vec_dot on the original rows (K-quants: within
 //    2e-6 of sum |w x|, f32 rounding in another order; Q3_K against the
-//    8-bit-activation vec_dot, as it runs on WK_ACT_Q8K), for 1..9 tokens
+//    8-bit-activation vec_dot, as it runs on WK_ACT_Q8K, and Q2_K against
+//    act8b.h's vec_dot on WK_ACT_Q8B), for 1..9 tokens
 //    (token chunks of WK_PACK16_MAX_TOKENS), 16 / 32 / 48 rows, y's padding
 //    untouched;
 //  - extreme blocks (largest codes times scale 1 against activations at full
@@ -27,6 +28,7 @@
 #include <string.h>
 
 #include "backend/cpu/kernels/act16.h"
+#include "backend/cpu/kernels/act8b.h"
 #include "backend/cpu/kernels/kernels.h"
 #include "backend/cpu/kernels/pack16.h"
 #include "base/fp.h"
@@ -46,13 +48,16 @@ static int is_k(int type) {
 }
 
 // sum_i |w_i| |x_i| of row w against the activations xq (their values d v).
-static double abs_dot(int type, const uint8_t *w, const uint8_t *xq, int64_t n) {
+static double abs_dot(int type, int act, const uint8_t *w, const uint8_t *xq, int64_t n) {
   float *wd = malloc(sizeof(float) * n);
   CHECK(wk_dequantize_row(type, w, wd, n) == WICK_OK);
   double s = 0;
   for (int64_t i = 0; i < n; i++) {
     double x;
-    if (type == WK_Q3_K) {
+    if (act == WK_ACT_Q8B) {
+      const wk_act_q8b *a = (const wk_act_q8b *)xq + i / 256;
+      x = a->d[i % 256 / 32] * a->q[i % 256];
+    } else if (type == WK_Q3_K) {
       const wk_act_q8k *a = (const wk_act_q8k *)xq + i / 256;
       x = a->d * a->q[i % 256];
     } else if (is_k(type)) {
@@ -127,7 +132,7 @@ static void check_kernel(const wk_kernel *kr, wk_gemm_fn pg, int64_t n, int rows
       for (size_t r = 0; r < (size_t)rows; r++) {
         const float v = kr->vec_dot(n, w + r * rb, xq + t * xb);
         if (is_k(kr->type)) {
-          const double tol = 2e-6 * abs_dot(kr->type, w + r * rb, xq + t * xb, n) + 1e-30;
+          const double tol = 2e-6 * abs_dot(kr->type, kr->act, w + r * rb, xq + t * xb, n) + 1e-30;
           same &= fabs((double)v - y[t * ys + r]) <= tol;
         } else {
           same &= memcmp(&v, &y[t * ys + r], 4) == 0;
@@ -190,17 +195,20 @@ static void extreme_rows(int type, int64_t n, int rows, uint8_t *w, size_t rb) {
 
 static void check_type(int type, uint64_t *seed) {
   wk_kernel kr;  // the decode kernels of the packed kernel's activations
-  CHECK((wk_pack16_act(type) == WK_ACT_Q8K ? wk_kernel_pick(type, WK_LEVEL_AUTO, &kr)
-                                           : wk_act16_pick(type, WK_LEVEL_AUTO, &kr)) == WICK_OK);
   const wk_gemm_fn pg = wk_pack16_gemm(type);
+  // (no packed kernel at this level, as Q2_K's below AVX-512 VNNI: the layout
+  // alone, on the 16-bit activations)
+  if (wk_pack16_pick(type, WK_LEVEL_AUTO, &kr) != WICK_OK)
+    CHECK(!pg && wk_act16_pick(type, WK_LEVEL_AUTO, &kr) == WICK_OK);
   const int64_t *sizes = is_k(type) ? k_sizes_k : k_sizes;
   const size_t n_sizes = is_k(type) ? sizeof k_sizes_k / sizeof k_sizes_k[0]
                                     : sizeof k_sizes / sizeof k_sizes[0];
   for (size_t si = 0; si < n_sizes; si++) {
     const int64_t n = sizes[si];
     const size_t rb = wk_row_size(type, n);
-    const size_t xb = kr.act == WK_ACT_Q8K ? wk_act_row_size(kr.act, n)
-                                           : wk_act16_row_size(kr.act, n);
+    const size_t xb = kr.act == WK_ACT_A16 || kr.act == WK_ACT_A16K
+                          ? wk_act16_row_size(kr.act, n)
+                          : wk_act_row_size(kr.act, n);
     uint8_t *w = malloc(rb * MAXROWS), *p = malloc(rb * MAXROWS), *xq = malloc(xb * MAXT);
     float *x = malloc(sizeof(float) * n);
     for (int r = 0; r < MAXROWS; r++) {

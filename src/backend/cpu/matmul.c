@@ -15,6 +15,7 @@
 #include "backend/cpu/matmul.h"
 #include "backend/cpu/dequant.h"
 #include "backend/cpu/kernels/act16.h"
+#include "backend/cpu/kernels/act8b.h"
 #include "backend/cpu/kernels/fma_rows.h"
 #include "backend/cpu/kernels/gemm16.h"
 #include "backend/cpu/kernels/pack16.h"
@@ -225,18 +226,25 @@ size_t cpu_act_row_size(int f, int64_t k) {
 // package's weights), its 8-bit tiles run ~15-25% faster (AVX-512 decode:
 // 80-91% of the read rate where the 16-bit tiles reach 72-77%), and on
 // SmolLM2 with Q3_K ffn_down perplexity moved +0.18% against --exact
-// (bench/RESULTS.md, session 19). Q2_K keeps 16 bits although its 8-bit
-// tiles are as fast: the same measure gave +0.67%, over the 0.5% bound.
+// (bench/RESULTS.md, session 19). Not Q2_K: the same measure gave +0.67%
+// (all 15 chunks: +1.5%, session 32), over the 0.5% bound.
 // 16 bits for every other type: 8-bit activations moved logits by up to
 // ~1.5% of their range on the default models (SmolLM2 Q4_1, Gemma 3
 // Q4_K_M) and missed the accuracy rule of tests/python/test_forward_default.py.
 // WICK_ACT8=1 / WICK_ACT8=0 in the environment picks 8 / 16 bits for every
 // type (A/B benchmarks).
-static bool plan_act8(int type) {
+// Q2_K takes 8 bits with a scale per 32 values instead (act8b.h: +0.11%
+// on the same measure, session 32) where its packed kernel runs (AVX-512
+// VNNI), unless WICK_ACT8 is set.
+static const char *act8_env(void) {
   const char *a8 = getenv("WICK_ACT8");
-  if (a8 && (a8[0] == '0' || a8[0] == '1') && !a8[1]) return a8[0] == '1';
-  return type == WK_Q3_K;
+  return a8 && (a8[0] == '0' || a8[0] == '1') && !a8[1] ? a8 : NULL;
 }
+static bool plan_act8(int type) {
+  const char *a8 = act8_env();
+  return a8 ? a8[0] == '1' : type == WK_Q3_K;
+}
+static bool plan_act8b(int type) { return type == WK_Q2_K && !act8_env(); }
 
 // Plan per matrix (prepare time): the 16- or 8-bit-activation kernels
 // (plan_act8) for the quantized types (exact path on CPUs without AVX2),
@@ -253,7 +261,9 @@ void cpu_mm_plan(cpu_mm *mm, const wk_tensor *w, bool exact) {
   mm->avx2 = wk_kernel_best_level() >= WK_LEVEL_AVX2;
   if (exact) return;
   const bool act8 = plan_act8(w->type);
-  if (!act8 && wk_act16_pick(w->type, WK_LEVEL_AUTO, &mm->kr) == WICK_OK) {
+  if (plan_act8b(w->type) && wk_act8b_pick(w->type, WK_LEVEL_AUTO, &mm->kr) == WICK_OK) {
+    // the packed kernel's activations (no AVX-512 VNNI: the 16-bit ones below)
+  } else if (!act8 && wk_act16_pick(w->type, WK_LEVEL_AUTO, &mm->kr) == WICK_OK) {
     // Without AVX2 these are the slow reference kernels: the exact path is as
     // accurate and faster.
     if (mm->kr.level == WK_LEVEL_SCALAR) return;
@@ -265,12 +275,14 @@ void cpu_mm_plan(cpu_mm *mm, const wk_tensor *w, bool exact) {
              cpu_act_row_size(mm->kr.act, w->ne[0]) > 0;
   mm->f32_min = !mm->avx2 || mm->kr.act == WK_ACT_F32 || mm->kr.act == WK_ACT_F32S ? INT32_MAX
                 : mm->kr.act == WK_ACT_A16                 ? CPU_F32_MIN_TOKENS_Q
-                : mm->kr.act == WK_ACT_A16K                ? CPU_F32_MIN_TOKENS_K
+                : mm->kr.act == WK_ACT_A16K || mm->kr.act == WK_ACT_Q8B
+                    ? CPU_F32_MIN_TOKENS_K
                                                            : CPU_F32_MIN_TOKENS;
   // the integer GEMM for the 16-bit kernels' types, and for Q2_K and Q3_K
   // on the 8-bit kernels (Q3_K's default, Q2_K's under WICK_ACT8=1; not for
   // the WICK_ACT8=1 A/B runs of the others, which keep the former 8-bit path)
   const bool g16 = mm->kr.act == WK_ACT_A16 || mm->kr.act == WK_ACT_A16K ||
+                   mm->kr.act == WK_ACT_Q8B ||
                    (mm->kr.act == WK_ACT_Q8K && (w->type == WK_Q2_K || w->type == WK_Q3_K));
   if (mm->fast && g16 && wk_gemm16_pick(w->type, &mm->g16) == WICK_OK &&
       w->ne[0] % mm->g16.k_multiple == 0)

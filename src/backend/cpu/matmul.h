@@ -47,8 +47,8 @@
 // models, one thread, AMD Zen 4).
 #define CPU_G16_MIN_TOKENS_Q 5
 #define CPU_G16_MIN_TOKENS_K 8
-// Activation formats: kernels.h's wk_act_fmt (0..2, 5) and act16.h's (3, 4).
-#define CPU_ACT_FMTS 6
+// Activation formats: kernels.h's wk_act_fmt (0..2, 5), act16.h's (3, 4) and act8b.h's (6).
+#define CPU_ACT_FMTS 7
 
 // Bytes of one row of k values converted to activation format f (either
 // kernels.h's wk_act_fmt or act16.h's); 0 when k is not a multiple of its block.

@@ -59,10 +59,7 @@ void wk_act16k_quantize(const float *x, void *xq, int64_t n) {
     int8_t *q = (int8_t *)xq + wk_act16_bytes(WK_ACT_A16K, n / 256, b);
     int8_t *e = (int8_t *)xq + wk_act16k_sign_bytes(n / 256, b);
     a[b].d = quantize_block(x, q, e, a[b].v, 256, gs);
-    for (int j = 0; j < 16; j++) {
-      a[b].s[j] = a[b].d * (float)gs[j];
-      wk_act16k_sum_planes(&a[b], j, gs[j]);
-    }
+    for (int j = 0; j < 16; j++) a[b].s[j] = a[b].d * (float)gs[j];
   }
 }
 

@@ -72,20 +72,8 @@ typedef struct wk_act16 {
 typedef struct wk_act16k {
   float d;          // max |x| / WK_ACT16_QMAX
   float s[16];      // s[j] = d * sum of v[16 j .. 16 j + 15]
-  int8_t g[3][16];  // that sum S_j as S_j = g[0][j] + 128 g[1][j] + 16384 g[2][j]
-                    // (wk_act16k_sum_planes), for integer dot products with
-                    // per-16 weights (Q2_K's mins)
   int16_t v[256];   // (8, 32) per 32 values, in wk_act16k_pos order
 } wk_act16k;
-
-// g[.][j] of a wk_act16k from group j's sum S (|S| <= 16 x 16383 < 2^18):
-// |S| in base 128, digits 0..127, 0..127, 0..15, each with S's sign.
-static inline void wk_act16k_sum_planes(wk_act16k *a, int j, int S) {
-  const int m = S < 0 ? -S : S, sg = S < 0 ? -1 : 1;
-  a->g[0][j] = (int8_t)(sg * (m & 127));
-  a->g[1][j] = (int8_t)(sg * ((m >> 7) & 127));
-  a->g[2][j] = (int8_t)(sg * (m >> 14));
-}
 
 // Byte offset, in a row of nb blocks of format act, of block b's 2 x 32
 // (WK_ACT_A16) or 2 x 256 (WK_ACT_A16K) lo and hi bytes.

@@ -106,7 +106,6 @@ AT void wk_act16k_avx2_quantize(const float *x, void *xq, int64_t n) {
       int16_t *v = a[b].v + 32 * (j >> 1) + 8 * (j & 1);
       const int S = round16(x + 16 * j, id, q + 16 * j, e + 16 * j, 256, v, v + 16);
       a[b].s[j] = d * (float)S;
-      wk_act16k_sum_planes(&a[b], j, S);
     }
   }
 }

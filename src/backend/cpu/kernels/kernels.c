@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/cpu/kernels/act8b.h"
 #include "backend/cpu/kernels/kernels_internal.h"
 #include "base/cpu.h"
 #include "quant/types.h"
@@ -48,14 +49,19 @@ static const type_row k_types[] = {
     {WK_Q6_K, WK_ACT_Q8K},      {WK_IQ4_XS, WK_ACT_Q8K},
 };
 
-static int act_block(int act) { return act == WK_ACT_Q8 ? 32 : act == WK_ACT_Q8K ? 256 : 1; }
+static int act_block(int act) {
+  return act == WK_ACT_Q8 ? 32 : act == WK_ACT_Q8K || act == WK_ACT_Q8B ? 256 : 1;
+}
 
 size_t wk_act_row_size(int act, int64_t n) {
   int blk = act_block(act);
   if (n < 0 || n % blk) return 0;
-  if (act != WK_ACT_F32 && act != WK_ACT_Q8 && act != WK_ACT_Q8K && act != WK_ACT_F32S) return 0;
-  size_t per = act == WK_ACT_Q8 ? sizeof(wk_act_q8)
+  if (act != WK_ACT_F32 && act != WK_ACT_Q8 && act != WK_ACT_Q8K && act != WK_ACT_F32S &&
+      act != WK_ACT_Q8B)
+    return 0;
+  size_t per = act == WK_ACT_Q8    ? sizeof(wk_act_q8)
                : act == WK_ACT_Q8K ? sizeof(wk_act_q8k)
+               : act == WK_ACT_Q8B ? sizeof(wk_act_q8b)
                                    : sizeof(float);
   return (size_t)(n / blk) * per;
 }

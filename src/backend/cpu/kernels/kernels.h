@@ -41,7 +41,7 @@ typedef enum wk_act_fmt {
   WK_ACT_F32 = 0,  // float[k]
   WK_ACT_Q8 = 1,   // wk_act_q8[k / 32]
   WK_ACT_Q8K = 2,  // wk_act_q8k[k / 256]
-  WK_ACT_F32S = 5,  // float[k], x * 2^64 (3 and 4: act16.h)
+  WK_ACT_F32S = 5,  // float[k], x * 2^64 (3 and 4: act16.h; 6: act8b.h)
 } wk_act_fmt;
 
 // WK_ACT_F32S's factor.

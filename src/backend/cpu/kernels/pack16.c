@@ -5,8 +5,10 @@
 #include <string.h>
 
 #include "backend/cpu/kernels/act16.h"
+#include "backend/cpu/kernels/act8b.h"
 #include "backend/cpu/kernels/pack16q3.h"
 #include "quant/types.h"
+#include "wick.h"
 
 typedef struct p16_fmt {
   int bytes;   // a block's bytes in the file
@@ -458,6 +460,7 @@ int wk_pack16_act(int type) {
   p16k_fmt k;
   switch (type) {
     case WK_Q3_K: return WK_ACT_Q8K;
+    case WK_Q2_K: return WK_ACT_Q8B;
     case WK_F16:
     case WK_BF16: return WK_ACT_F32;
     case WK_FP8_E4M3:
@@ -466,4 +469,14 @@ int wk_pack16_act(int type) {
   }
   if (fmt_of(type, &f)) return WK_ACT_A16;
   return kfmt_of(type, &k) ? WK_ACT_A16K : -1;
+}
+
+int wk_pack16_pick(int type, int level, wk_kernel *out) {
+  switch (wk_pack16_act(type)) {
+    case WK_ACT_A16:
+    case WK_ACT_A16K: return wk_act16_pick(type, level, out);
+    case WK_ACT_Q8B: return wk_act8b_pick(type, level, out);
+    case -1: return WICK_ERR_UNSUPPORTED;
+    default: return wk_kernel_pick(type, level, out);
+  }
 }

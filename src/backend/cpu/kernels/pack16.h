@@ -121,6 +121,11 @@ wk_gemm_fn wk_pack16_gemm_at(int type, int level);
 // plan_act8), WK_ACT_F32 for F16 and BF16, WK_ACT_F32S for FP8; -1 for a
 // type without a packed layout.
 int wk_pack16_act(int type);
+// Fills *out with the decode kernels (vec_dot, gemm, quantize_act) of that
+// activation format for `type` at `level`, the ones the packed kernel's
+// results are checked against and whose converter feeds it: act16.h's,
+// act8b.h's or the kernel table's. WICK_OK, or WICK_ERR_UNSUPPORTED.
+int wk_pack16_pick(int type, int level, wk_kernel *out);
 
 // ---- shared by pack16*.c only ----
 wk_gemm_fn wk_pack16_avx512_find(int type);   // the 32-value formats

@@ -1,7 +1,7 @@
 // The packed decode kernels of the super-block formats Q2_K, Q4_K, Q5_K, Q6_K
-// and IQ4_XS
-// (pack16.h) with AVX-512 VNNI: a group of 16 rows x 1..4 tokens, one int32
-// and one f32 lane a row, against WK_ACT_A16K activations.
+// and IQ4_XS (pack16.h) with AVX-512 VNNI: a group of 16 rows x 1..4
+// tokens, one int32 and one f32 lane a row, against WK_ACT_A16K activations
+// (Q2_K: WK_ACT_Q8B, its own section below).
 //
 // Codes as in pack16_avx512.c: a 64-byte chunk holds the same 4 code bytes of
 // the 16 rows, vpdpbusd multiplies them with the activation's 4 lo or hi
@@ -35,6 +35,7 @@
 // inside int32. Sums past 2^24 round once in f32 (relative 2^-24).
 #define AT __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
 #include "backend/cpu/kernels/pack16_x512.h"
+#include "backend/cpu/kernels/act8b.h"
 
 // Byte k (0..3) of every dword of v moved to byte `to` of the dword, the
 // other bytes 0 (one vpshufb).
@@ -204,52 +205,60 @@ AT AI void q6k_block(const int NT, const uint8_t *G, int64_t nb, int64_t b, cons
 }
 
 // ---- Q2_K: d[16] dmin[16] | scales 4 chunks | qs 16 chunks (1344 bytes) -----
+// Against WK_ACT_Q8B activations (act8b.h: 8-bit, a scale per 32 values).
 // Chunk c = 8 n + 4 q + u of qs (bytes 4 c ..): its bits 2 j .. 2 j + 1 are
-// values 128 n + 32 j + 16 q + 4 u + k, so chunks 8 n + 4 q + (0..3) make
-// 16-value sub-block 8 n + 2 j + q for each j. Codes go in as raw & (3 <<
-// 2 j) = 4^j x the code (no shift); one token keeps a sum per j and divides
-// it by 4^j once a super-block, several take sc / 4^j (exact). The mins
-// are an integer dot product: scales chunk c's high nibbles are the mins of
-// sub-blocks 4 c .. 4 c + 3, one vpdpbusd each against the same 4 groups'
-// integer activation sums S_j in three base-128 digits (wk_act16k.g):
-//   y += d dx sum_s sc_s S'_s - dmin dx sum_s m_s S_s
-// with S'_s the sub-block's integer sum against the codes. Bounds: |S'_s|
-// <= 16 x 192 x 16383 < 2^26; sum_s m_s |S_s| <= 16 x 15 x 262128 < 2^26.
+// values 128 n + 32 j + 16 q + 4 u + k, so 32-value block i = 4 n + j is
+// chunks 8 n + (0..3) (sub-block 2 i, E) and 8 n + 4 + (0..3) (2 i + 1, O)
+// under the mask 3 << 2 j: codes go in as 4^j x the code (no shift), and
+// each row's sums S_E, S_O (|S| <= 16 x 3 x 127 < 2^13 once divided by
+// 4^j, exact) pair up as int16 words, S_E >> 2 j low and S_O << 16 - 2 j
+// high. Their scales (scales chunk 2 n + j / 2, bytes 2 (j % 2) and + 1,
+// low nibbles) pair up the same way, so one vpdpwssd gives the block's
+// T_i = sc_E S_E + sc_O S_O (|T| < 2^18, exact in f32), times the block's
+// d_i into an f32 sum. The mins are an integer dot product: scales chunk
+// c's high nibbles are the mins of sub-blocks 4 c .. 4 c + 3, one vpdpbusd
+// each against the same 4 sub-blocks' sums G_s in three base-128 digits
+// (|sum_s m_s G_s| <= 16 x 15 x 2^21 < 2^29):
+//   y += d sum_i d_i T_i - dmin dm sum_s m_s G_s
 
-AT AI void q2k_block(const int NT, const uint8_t *G, int64_t nb, int64_t b, const uint8_t *xq,
-                     size_t xs, __m512 *y) {
-  const __m512i m4 = _mm512_set1_epi8(15);
+AT AI void q2k_block(const int NT, const uint8_t *G, int64_t b, const uint8_t *xq, size_t xs,
+                     __m512 *y) {
+  const __m512i m4 = _mm512_set1_epi8(15), w4 = _mm512_set1_epi32(0x000f000f);
+  const __m512i lo16 = _mm512_set1_epi32(0xffff);
   const uint8_t *qs = G + 320;
-  // one token: acc[j] for the sub-blocks of codes 4^j x; several: acc[t]
-  _Static_assert(WK_PACK16_MAX_TOKENS >= 4, "a sum per j in acc");
   __m512 acc[WK_PACK16_MAX_TOKENS];
-  A16_UNROLL for (int t = 0; t < WK_PACK16_MAX_TOKENS; t++) acc[t] = _mm512_setzero_ps();
+  A16_UNROLL for (int t = 0; t < NT; t++) acc[t] = _mm512_setzero_ps();
   A16_UNROLL for (int n = 0; n < 2; n++) {
-    A16_UNROLL for (int q = 0; q < 2; q++) {
-      __m512i raw[4];
-      A16_UNROLL for (int u = 0; u < 4; u++)
-        raw[u] = _mm512_loadu_si512(qs + 64 * (8 * n + 4 * q + u));
-      A16_UNROLL for (int j = 0; j < 4; j++) {
-        const int sb = 8 * n + 2 * j + q;  // the sub-block
-        __m512i c[4];
-        A16_UNROLL for (int u = 0; u < 4; u++)
-          c[u] = _mm512_and_si512(raw[u], _mm512_set1_epi8((char)(3 << (2 * j))));
-        const __m512i S = _mm512_loadu_si512(G + 64 + 64 * (sb / 4));
-        __m512 sc = byte_u(_mm512_and_si512(S, m4), sb % 4);
-        if (NT > 1) sc = _mm512_mul_ps(sc, _mm512_set1_ps(1.0f / (float)(1 << (2 * j))));
-        A16_UNROLL for (int t = 0; t < NT; t++) {
-          const int8_t *xl = (const int8_t *)(xq + (size_t)t * xs) +
-                             wk_act16_bytes(WK_ACT_A16K, nb, b) + 16 * sb;
-          const int a = NT > 1 ? t : j;
-          acc[a] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum16(c, xl, xl + 256)), sc, acc[a]);
+    __m512i raw[8];
+    A16_UNROLL for (int u = 0; u < 8; u++) raw[u] = _mm512_loadu_si512(qs + 64 * (8 * n + u));
+    A16_UNROLL for (int j = 0; j < 4; j++) {
+      const int i = 4 * n + j;
+      const __m512i mask = _mm512_set1_epi8((char)(3 << (2 * j)));
+      __m512i c[8];
+      A16_UNROLL for (int u = 0; u < 8; u++) c[u] = _mm512_and_si512(raw[u], mask);
+      // (sc_E, sc_O) as int16 words: bytes 2 (j % 2), + 1 of each dword to bytes 0, 2
+      const char k = (char)(2 * (j % 2)), z = (char)0x80;
+      const __m128i pat = _mm_setr_epi8(k, z, k + 1, z, k + 4, z, k + 5, z, k + 8, z, k + 9, z,
+                                        k + 12, z, k + 13, z);
+      const __m512i P = _mm512_and_si512(
+          _mm512_shuffle_epi8(_mm512_loadu_si512(G + 64 + 64 * (2 * n + j / 2)),
+                              _mm512_broadcast_i32x4(pat)),
+          w4);
+      A16_UNROLL for (int t = 0; t < NT; t++) {
+        const wk_act_q8b *a = (const wk_act_q8b *)(xq + (size_t)t * xs) + b;
+        const int8_t *x = a->q + 32 * i;
+        __m512i se = _mm512_setzero_si512(), so = _mm512_setzero_si512();
+        A16_UNROLL for (int u = 0; u < 4; u++) {
+          se = dpb4(se, c[u], x + 4 * u);
+          so = dpb4(so, c[u + 4], x + 16 + 4 * u);
         }
+        if (j) se = _mm512_srai_epi32(se, 2 * j);
+        const __m512i pr =
+            _mm512_ternarylogic_epi32(se, _mm512_slli_epi32(so, 16 - 2 * j), lo16, 0xe4);
+        const __m512i T = _mm512_dpwssd_epi32(_mm512_setzero_si512(), pr, P);
+        acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(T), _mm512_set1_ps(a->d[i]), acc[t]);
       }
     }
-  }
-  if (NT == 1) {
-    acc[0] = _mm512_fmadd_ps(acc[1], _mm512_set1_ps(0.25f), acc[0]);
-    acc[0] = _mm512_fmadd_ps(acc[2], _mm512_set1_ps(1.0f / 16), acc[0]);
-    acc[0] = _mm512_fmadd_ps(acc[3], _mm512_set1_ps(1.0f / 64), acc[0]);
   }
   __m512i m[4];  // the mins of sub-blocks 4 c .. 4 c + 3, a byte each
   A16_UNROLL for (int c = 0; c < 4; c++)
@@ -257,15 +266,15 @@ AT AI void q2k_block(const int NT, const uint8_t *G, int64_t nb, int64_t b, cons
   const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)G));
   const __m512 dmw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(G + 32)));
   A16_UNROLL for (int t = 0; t < NT; t++) {
-    const wk_act16k *a = (const wk_act16k *)(xq + (size_t)t * xs) + b;
+    const wk_act_q8b *a = (const wk_act_q8b *)(xq + (size_t)t * xs) + b;
     __m512i mn = _mm512_setzero_si512();
     A16_UNROLL for (int p = 2; p >= 0; p--) {
       if (p < 2) mn = _mm512_slli_epi32(mn, 7);
       A16_UNROLL for (int c = 0; c < 4; c++) mn = dpb4(mn, m[c], a->g[p] + 4 * c);
     }
-    const __m512 dx = _mm512_set1_ps(a->d);
-    y[t] = _mm512_fmadd_ps(_mm512_mul_ps(dw, dx), acc[t], y[t]);
-    y[t] = _mm512_fnmadd_ps(_mm512_mul_ps(dmw, dx), _mm512_cvtepi32_ps(mn), y[t]);
+    y[t] = _mm512_fmadd_ps(dw, acc[t], y[t]);
+    y[t] = _mm512_fnmadd_ps(_mm512_mul_ps(dmw, _mm512_set1_ps(a->dm)), _mm512_cvtepi32_ps(mn),
+                            y[t]);
   }
 }
 
@@ -328,7 +337,7 @@ AT AI void kgroup(const int type, const int NT, const uint8_t *g, int64_t nb, co
     ahead_n(G, sb, type == WK_Q2_K || type == WK_Q5_K ? 3 : 2);
     if (type == WK_Q4_K || type == WK_Q5_K) k45_block(type, NT, G, nb, b, xq, xs, acc);
     else if (type == WK_Q6_K) q6k_block(NT, G, nb, b, xq, xs, acc);
-    else if (type == WK_Q2_K) q2k_block(NT, G, nb, b, xq, xs, acc);
+    else if (type == WK_Q2_K) q2k_block(NT, G, b, xq, xs, acc);
     else iq4xs_block(NT, G, nb, b, xq, xs, acc);
   }
   A16_UNROLL for (int t = 0; t < NT; t++) _mm512_storeu_ps(y + (size_t)t * ys, acc[t]);
