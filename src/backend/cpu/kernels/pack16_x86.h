@@ -35,7 +35,10 @@ static const size_t k_p16_ahead = 8192;
 //   n = 3          Q5_K 91-94  Q4_1 95-96 (89-90)  Q2_K 85-87  Q4_0 94-95 (88-90)
 //                  Q4_K 95-96 (78-84)  IQ4_XS 84-90 (63-66)  FP8 93-94 (65-78)
 // (once at 24 KB, or twice at 8 KB: Q5_K 84-85, Q2_K 82-90). So n = 3 for
-// the 32-value formats, Q2_K, Q3_K and Q5_K, n = 2 for the rest.
+// the 32-value formats, Q3_K and Q5_K, n = 2 for the rest. Q2_K took n = 3
+// on its 16-bit-activation kernel; its 8-bit one (session 32, act8b.h),
+// 1.2x faster in L2, reads 96-97% at n = 2 against 87-97% at n = 3 (4
+// rounds alternating; 1 thread 92-95% against 82-89%).
 AT AI void ahead_n(const uint8_t *p, size_t len, const int n) {
   static const size_t far[2][2] = {{24576, 0}, {32768, 16384}};
   for (int i = 0; i < n - 1; i++)

@@ -334,7 +334,7 @@ AT AI void kgroup(const int type, const int NT, const uint8_t *g, int64_t nb, co
   A16_UNROLL for (int t = 0; t < NT; t++) acc[t] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; b++) {
     const uint8_t *G = g + (size_t)b * sb;
-    ahead_n(G, sb, type == WK_Q2_K || type == WK_Q5_K ? 3 : 2);
+    ahead_n(G, sb, type == WK_Q5_K ? 3 : 2);
     if (type == WK_Q4_K || type == WK_Q5_K) k45_block(type, NT, G, nb, b, xq, xs, acc);
     else if (type == WK_Q6_K) q6k_block(NT, G, nb, b, xq, xs, acc);
     else if (type == WK_Q2_K) q2k_block(NT, G, b, xq, xs, acc);
