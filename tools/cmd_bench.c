@@ -266,10 +266,11 @@ static summary summarize(const double *v, int n) {
 }
 
 // Bytes of weights a decode step reads: all but the token embedding (only
-// one row of it is gathered), plus the output matrix (even when tied).
+// one row of it is gathered), plus the output matrix (counted once: when
+// tied to the embedding it is that table, read whole).
 static uint64_t bytes_per_token(const wk_model *m) {
-  uint64_t n = model_weight_bytes(m) - m->tok_embd.nbytes;
-  return n + m->output.nbytes;
+  const uint64_t n = model_weight_bytes(m) - m->tok_embd.nbytes;
+  return m->tied_output ? n + m->output.nbytes : n;
 }
 
 static uint64_t n_params(const gguf_file *f) {
