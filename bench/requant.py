@@ -19,8 +19,11 @@ from pathlib import Path
 
 import numpy as np
 from gguf import GGMLQuantizationType as T
-from gguf import GGUFReader, GGUFValueType, GGUFWriter, quants
+from gguf import quants
 from gguf.constants import GGML_QUANT_SIZES
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from gguf_rewrite import rewrite  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 QUANTIZERS = {"q2_k": (T.Q2_K, "wk_q2_k_quantize"), "q3_k": (T.Q3_K, "wk_q3_k_quantize"),
@@ -36,24 +39,6 @@ def build_quantizer(tmp):
     return ctypes.CDLL(str(lib))
 
 
-def copy_field(w, field):
-    """One metadata entry from the reader to the writer, by its value type."""
-    key, vt = field.name, field.types[0]
-    if key.startswith("GGUF.") or key == "general.alignment":
-        return
-    if vt == GGUFValueType.ARRAY:
-        sub = field.types[1] if len(field.types) > 1 else None
-        if sub == GGUFValueType.STRING:
-            vals = [bytes(field.parts[i]).decode("utf-8") for i in field.data]
-        else:
-            vals = [field.parts[i].tolist()[0] for i in field.data]
-        w.add_array(key, vals)
-    elif vt == GGUFValueType.STRING:
-        w.add_string(key, bytes(field.parts[field.data[0]]).decode("utf-8"))
-    else:
-        w.add_key_value(key, field.parts[field.data[0]].tolist()[0], vt)
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("src")
@@ -63,35 +48,25 @@ def main():
     a = ap.parse_args()
     qtype, fn_name = QUANTIZERS[a.type]
     bs, ts = GGML_QUANT_SIZES[qtype]
-    r = GGUFReader(a.src)
-    arch = bytes(r.fields["general.architecture"].parts[-1]).decode()
-    w = GGUFWriter(a.dst, arch)
-    for field in r.fields.values():
-        if field.name != "general.architecture":
-            copy_field(w, field)
     with tempfile.TemporaryDirectory() as tmp:
-        lib = build_quantizer(tmp)
-        fn = getattr(lib, fn_name)
+        fn = getattr(build_quantizer(tmp), fn_name)
         fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64]
         done = 0
-        for t in r.tensors:
+
+        def tensor(t):
+            nonlocal done
             shape = [int(x) for x in reversed(t.shape.tolist())]  # rows first
-            k = shape[-1]
-            if a.match in t.name and k % bs == 0 and len(shape) == 2:
-                x = np.ascontiguousarray(quants.dequantize(t.data, t.tensor_type),
-                                         dtype=np.float32).reshape(-1)
-                nb = x.size // bs
-                out = np.empty(nb * ts, dtype=np.uint8)
-                fn(x.ctypes.data, out.ctypes.data, nb)
-                w.add_tensor(t.name, out.reshape(shape[0], k // bs * ts), raw_dtype=qtype)
-                done += 1
-            else:
-                w.add_tensor(t.name, np.asarray(t.data), raw_dtype=t.tensor_type)
-        print(f"requantized {done} tensors to {a.type}", file=sys.stderr)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+            if a.match not in t.name or len(shape) != 2 or shape[-1] % bs:
+                return t.data, t.tensor_type
+            x = np.ascontiguousarray(quants.dequantize(t.data, t.tensor_type),
+                                     dtype=np.float32).reshape(-1)
+            out = np.empty(x.size // bs * ts, dtype=np.uint8)
+            fn(x.ctypes.data, out.ctypes.data, x.size // bs)
+            done += 1
+            return out.reshape(shape[0], shape[-1] // bs * ts), qtype
+
+        rewrite(a.src, a.dst, tensor=tensor)
+    print(f"requantized {done} tensors to {a.type}", file=sys.stderr)
 
 
 if __name__ == "__main__":
