@@ -28,7 +28,8 @@ from gguf_rewrite import rewrite  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 QUANTIZERS = {"q2_k": (T.Q2_K, "wk_q2_k_quantize"), "q3_k": (T.Q3_K, "wk_q3_k_quantize"),
               "q4_k": (T.Q4_K, "wk_q4_k_quantize"), "q5_k": (T.Q5_K, "wk_q5_k_quantize"),
-              "q6_k": (T.Q6_K, "wk_q6_k_quantize")}
+              "q6_k": (T.Q6_K, "wk_q6_k_quantize"), "iq4_nl": (T.IQ4_NL, "wk_iq4_nl_quantize"),
+              "iq4_xs": (T.IQ4_XS, "wk_iq4_xs_quantize")}
 
 
 def build_quantizer(tmp):

@@ -95,8 +95,9 @@ static int name_listed(const char *list, const char *name) {
 }
 
 static int bench_matvec(double copy_gbps, const char *only) {
-  static const int types[] = {WK_F32,  WK_F16,  WK_BF16, WK_Q4_0, WK_Q4_1,     WK_Q5_0,    WK_Q5_1,
-                              WK_Q8_0, WK_Q4_K, WK_Q5_K, WK_Q6_K, WK_FP8_E4M3, WK_FP8_E5M2};
+  static const int types[] = {WK_F32,  WK_F16,  WK_BF16, WK_Q4_0,   WK_Q4_1,   WK_Q5_0,
+                              WK_Q5_1, WK_Q8_0, WK_Q2_K, WK_Q3_K,   WK_Q4_K,   WK_Q5_K,
+                              WK_Q6_K, WK_IQ4_NL, WK_IQ4_XS, WK_FP8_E4M3, WK_FP8_E5M2};
   // The default kernels (int8 x, v5, for the quantized types; v4 for the
   // others), f32 x (v4; quantized types), the streamed kernel, and the same
   // with programmatic dependent launch between the timed launches; the

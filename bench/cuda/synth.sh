@@ -6,7 +6,8 @@ synth_models() {
   local wick=$1 dir=$2 list="" arch ty f spec
   mkdir -p "$dir"
   for arch in llama qwen2 qwen3 gemma3; do
-    for ty in f32 f16 bf16 q4_0 q4_1 q5_0 q5_1 q8_0 q4_k q5_k q6_k fp8_e4m3 fp8_e5m2 q4_k_m; do
+    for ty in f32 f16 bf16 q4_0 q4_1 q5_0 q5_1 q8_0 q2_k q3_k q4_k q5_k q6_k iq4_nl iq4_xs \
+      fp8_e4m3 fp8_e5m2 q4_k_m; do
       f=$dir/$arch-tiny-$ty.gguf
       $wick mkmodel --arch $arch --like tiny --type $ty --seed 7 -o $f > /dev/null && list="$list $f"
     done

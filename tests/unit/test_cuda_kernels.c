@@ -22,13 +22,21 @@
 #define CUDA_TEST_SEED 0x243f6a8885a308d3ull
 #include "test_cuda_check.h"
 
-static const int k_types[] = {WK_F32,  WK_F16,  WK_BF16, WK_Q4_0, WK_Q4_1,     WK_Q5_0,    WK_Q5_1,
-                              WK_Q8_0, WK_Q4_K, WK_Q5_K, WK_Q6_K, WK_FP8_E4M3, WK_FP8_E5M2};
+static const int k_types[] = {WK_F32,  WK_F16,  WK_BF16, WK_Q4_0,   WK_Q4_1,   WK_Q5_0,
+                              WK_Q5_1, WK_Q8_0, WK_Q2_K, WK_Q3_K,   WK_Q4_K,   WK_Q5_K,
+                              WK_Q6_K, WK_IQ4_NL, WK_IQ4_XS, WK_FP8_E4M3, WK_FP8_E5M2};
 
 // Types whose matrix-vector kernel rounds x to integers per 32 values
 // (paths 0, 2, 4 to 10; paths 1, 3, 14 to 16 keep x in f32 or f16).
+// Q2_K, Q3_K, IQ4_NL and IQ4_XS have only the register kernel's integer
+// format (mvr_kx.cuh: paths 6 to 10, 12, 13); v4 and the streamed kernel
+// keep their x in f32.
+static int low_bit(int type) {
+  return type == WK_Q2_K || type == WK_Q3_K || type == WK_IQ4_NL || type == WK_IQ4_XS;
+}
 static int int_x(int type, int path) {
   if (path == 1 || path == 3 || path >= 14) return 0;
+  if (low_bit(type)) return (path >= 6 && path <= 10) || path == 12 || path == 13;
   return type == WK_Q4_0 || type == WK_Q4_1 || type == WK_Q5_0 || type == WK_Q5_1 ||
          type == WK_Q8_0 || type == WK_Q4_K || type == WK_Q5_K || type == WK_Q6_K;
 }
@@ -43,7 +51,7 @@ static double x_levels(int type, int path) {
 }
 
 // Types the register-streamed kernel serves (path 6; mvr.cuh's mvr_has):
-// int8 x for the 32-value block types and the K-quants, f32 x for F16,
+// 16-bit x for the 32-value block types and the K-quants, f32 x for F16,
 // BF16 and FP8 (every type but F32).
 static int reg_type(int type) { return type != WK_F32; }
 

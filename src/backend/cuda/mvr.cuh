@@ -482,6 +482,7 @@ template <>
 struct mvr_fmt<WK_BF16> : mvr_f16<WK_BF16> {};
 
 #include "backend/cuda/mvr_q4.cuh"  // Q4_0, Q4_1, Q5_0, Q5_1
+#include "backend/cuda/mvr_kx.cuh"  // Q2_K, Q3_K, IQ4_XS, IQ4_NL
 
 // The types k_mvr has a format for (mvr_can), those MV_REG sends to it by
 // default (mvr_has: all of them since session 12; FP8 had stayed on the v4
@@ -496,7 +497,8 @@ struct mvr_can {
   static constexpr bool value = T == WK_Q4_0 || T == WK_Q4_1 || T == WK_Q5_0 || T == WK_Q5_1 ||
                                 T == WK_Q4_K || T == WK_Q5_K || T == WK_Q6_K || T == WK_Q8_0 ||
                                 T == WK_FP8_E4M3 || T == WK_FP8_E5M2 || T == WK_F16 ||
-                                T == WK_BF16;
+                                T == WK_BF16 || T == WK_Q2_K || T == WK_Q3_K || T == WK_IQ4_NL ||
+                                T == WK_IQ4_XS;
 };
 template <int T>
 struct mvr_has {

@@ -442,6 +442,156 @@ struct qtype<WK_Q6_K> {
   }
 };
 
+// Q2_K: group s (0..7) is 32h + l, h = s / 4, plane j = s % 4 of bytes
+// qs[32h .. 32h + 32); its sub-blocks are 2s and 2s + 1 (scale byte: low
+// nibble scale, high nibble min).
+template <>
+struct qtype<WK_Q2_K> {
+  static constexpr int BLOCK = 256, BYTES = 84;
+  static __device__ __forceinline__ void deq(const uint8_t *b, int s, float *y) {
+    uint32_t sc = ld_u16(b + 2 * s), dd = ld_u32(b + 80);
+    float d = __half2float(__ushort_as_half((unsigned short)dd));
+    float dmin = __half2float(__ushort_as_half((unsigned short)(dd >> 16)));
+    const uint8_t *qs = b + 16 + 32 * (s >> 2);
+    int sh = 2 * (s & 3);
+#pragma unroll
+    for (int l = 0; l < 32; l++) {
+      uint32_t c = l < 16 ? sc & 0xff : sc >> 8;
+      y[l] = d * (float)(c & 15) * (float)((qs[l] >> sh) & 3) - dmin * (float)(c >> 4);
+    }
+  }
+  static __device__ __forceinline__ float dot(const uint8_t *b, int s, const float *x, xsum sx) {
+    uint32_t sc = ld_u16(b + 2 * s), dd = ld_u32(b + 80);
+    float d = __half2float(__ushort_as_half((unsigned short)dd));
+    float dmin = __half2float(__ushort_as_half((unsigned short)(dd >> 16)));
+    const uint8_t *qs = b + 16 + 32 * (s >> 2);
+    int sh = 2 * (s & 3);
+    float a0 = 0.0f, a1 = 0.0f;
+#pragma unroll
+    for (int i = 0; i < 8; i++) {
+      float v = dot_u8x4((ld_u32(qs + 4 * i) >> sh) & 0x03030303u, x + 4 * i);
+      if (i < 4)
+        a0 += v;
+      else
+        a1 += v;
+    }
+    return d * ((float)(sc & 15) * a0 + (float)((sc >> 8) & 15) * a1) -
+           dmin * ((float)((sc >> 4) & 15) * sx.lo + (float)(sc >> 12) * sx.hi);
+  }
+};
+
+// Q3_K: planes as Q2_K; the high bit of value 32j + l of half h is bit
+// 4h + j of hmask[l]; level = low | high << 2, minus 4. Sub-block k's 6-bit
+// scale: low nibble from scales[k % 8] (high nibble for k >= 8), top two bits
+// from scales[8 + k % 4] >> 2 (k / 4); minus 32.
+static __device__ __forceinline__ float q3k_scale(const uint8_t *sc, int k) {
+  int lo = (sc[k & 7] >> (4 * (k >> 3))) & 15, hi = (sc[8 + (k & 3)] >> (2 * (k >> 2))) & 3;
+  return (float)((lo | hi << 4) - 32);
+}
+template <>
+struct qtype<WK_Q3_K> {
+  static constexpr int BLOCK = 256, BYTES = 110;
+  static __device__ __forceinline__ void deq(const uint8_t *b, int s, float *y) {
+    float d = ld_h(b + 108);
+    float d0 = d * q3k_scale(b + 96, 2 * s), d1 = d * q3k_scale(b + 96, 2 * s + 1);
+    const uint8_t *qs = b + 32 + 32 * (s >> 2);
+    int sh = 2 * (s & 3), hb = 4 * (s >> 2) + (s & 3);
+#pragma unroll
+    for (int l = 0; l < 32; l++) {
+      int v = (int)(((qs[l] >> sh) & 3) | (((b[l] >> hb) & 1) << 2)) - 4;
+      y[l] = (l < 16 ? d0 : d1) * (float)v;
+    }
+  }
+  static __device__ __forceinline__ float dot(const uint8_t *b, int s, const float *x, xsum sx) {
+    const uint8_t *qs = b + 32 + 32 * (s >> 2);
+    int sh = 2 * (s & 3), hb = 4 * (s >> 2) + (s & 3);
+    float a0 = 0.0f, a1 = 0.0f;
+#pragma unroll
+    for (int i = 0; i < 8; i++) {
+      uint32_t v = ((ld_w_a2(qs + 4 * i) >> sh) & 0x03030303u) |
+                   (((ld_w_a2(b + 4 * i) >> hb) & 0x01010101u) << 2);
+      float p = dot_u8x4(v, x + 4 * i);
+      if (i < 4)
+        a0 += p;
+      else
+        a1 += p;
+    }
+    return ld_h(b + 108) * (q3k_scale(b + 96, 2 * s) * (a0 - 4.0f * sx.lo) +
+                            q3k_scale(b + 96, 2 * s + 1) * (a1 - 4.0f * sx.hi));
+  }
+};
+
+// IQ4_NL / IQ4_XS: a 4-bit code indexes 16 fixed levels. iq4_lut maps the four
+// code bytes of v (each < 16) to level + 128 (the table kept as unsigned
+// bytes in four words, picked by byte permutes: the low three bits of a code
+// select within a half, bit 3 picks the half).
+static __device__ __forceinline__ uint32_t iq4_lut(uint32_t v) {
+  uint32_t t = v | (v >> 4);
+  uint32_t sel = ((t & 0xffu) | ((t >> 8) & 0xff00u)) & 0x7777u;
+  uint32_t lo = __byte_perm(0x3F2D1801u, 0x766A5D4Fu, sel);  // -127 -104 -83 -65 -49 -35 -22 -10
+  uint32_t hi = __byte_perm(0xA6998D81u, 0xF1D9C5B5u, sel);  //    1   13  25  38  53  69  89 113
+  uint32_t m = ((v >> 3) & 0x01010101u) * 0xffu;
+  return (lo & ~m) | (hi & m);
+}
+static __device__ __forceinline__ int iq4_level(uint32_t c) {
+  return (int)((iq4_lut(c) & 0xff)) - 128;
+}
+// sum_j T[q_j] x_j over a 32-value group whose 16 code bytes are w[0..4).
+static __device__ __forceinline__ float iq4_dot(const uint32_t *w, const float *x, xsum sx) {
+  float s = 0.0f;
+#pragma unroll
+  for (int i = 0; i < 4; i++)
+    s += dot_u8x4(iq4_lut(w[i] & 0x0F0F0F0Fu), x + 4 * i) +
+         dot_u8x4(iq4_lut((w[i] >> 4) & 0x0F0F0F0Fu), x + 16 + 4 * i);
+  return s - 128.0f * (sx.lo + sx.hi);
+}
+static __device__ __forceinline__ void iq4_deq(const uint8_t *q, float d, float *y) {
+#pragma unroll
+  for (int j = 0; j < 16; j++) {
+    y[j] = d * (float)iq4_level(q[j] & 15);
+    y[j + 16] = d * (float)iq4_level(q[j] >> 4);
+  }
+}
+
+template <>
+struct qtype<WK_IQ4_NL> {
+  static constexpr int BLOCK = 32, BYTES = 18;
+  static __device__ __forceinline__ void deq(const uint8_t *b, int, float *y) {
+    uint8_t q[16];
+    ld16_a2(b + 2, q);
+    iq4_deq(q, ld_h(b), y);
+  }
+  static __device__ __forceinline__ float dot(const uint8_t *b, int, const float *x, xsum sx) {
+    uint32_t w[4];
+#pragma unroll
+    for (int i = 0; i < 4; i++) w[i] = ld_w_a2(b + 2 + 4 * i);
+    return ld_h(b) * iq4_dot(w, x, sx);
+  }
+};
+
+// IQ4_XS group s: codes at 8 + 16s; 6-bit scale = nibble s of scales_l (byte
+// 4 + s / 2) | bits 2s..2s+1 of scales_h (u16 at 2) << 4, minus 32.
+template <>
+struct qtype<WK_IQ4_XS> {
+  static constexpr int BLOCK = 256, BYTES = 136;
+  static __device__ __forceinline__ float scale(const uint8_t *b, int s) {
+    uint32_t h = ld_u32(b);
+    int ls = (int)((b[4 + (s >> 1)] >> (4 * (s & 1))) & 15) | (int)(((h >> (16 + 2 * s)) & 3) << 4);
+    return __half2float(__ushort_as_half((unsigned short)h)) * (float)(ls - 32);
+  }
+  static __device__ __forceinline__ void deq(const uint8_t *b, int s, float *y) {
+    uint8_t q[16];
+    ld16_a4(b + 8 + 16 * s, q);
+    iq4_deq(q, scale(b, s), y);
+  }
+  static __device__ __forceinline__ float dot(const uint8_t *b, int s, const float *x, xsum sx) {
+    uint32_t w[4];
+#pragma unroll
+    for (int i = 0; i < 4; i++) w[i] = ld_u32(b + 8 + 16 * s + 4 * i);
+    return scale(b, s) * iq4_dot(w, x, sx);
+  }
+};
+
 template <int T>
 struct qtype_fp8 {
   static constexpr int BLOCK = 128, BYTES = 132;
@@ -502,7 +652,8 @@ static __device__ __forceinline__ void deq32(const uint8_t *row, int g, float *y
 // for a type this backend cannot run (the one dispatch table).
 #define WK_CUDA_TYPES(X) \
   X(WK_F32) X(WK_F16) X(WK_BF16) X(WK_Q4_0) X(WK_Q4_1) X(WK_Q5_0) X(WK_Q5_1) X(WK_Q8_0) \
-  X(WK_Q4_K) X(WK_Q5_K) X(WK_Q6_K) X(WK_FP8_E4M3) X(WK_FP8_E5M2)
+  X(WK_Q2_K) X(WK_Q3_K) X(WK_Q4_K) X(WK_Q5_K) X(WK_Q6_K) X(WK_IQ4_NL) X(WK_IQ4_XS) \
+  X(WK_FP8_E4M3) X(WK_FP8_E5M2)
 
 static inline bool cu_type_supported(int type) {
 #define WK_CASE_(t) \
