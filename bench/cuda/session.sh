@@ -128,7 +128,7 @@ fi
 
 KT=
 if has tests; then
-  (env ${KT_ENV:-} timeout 400 $B/test_cuda_kernels > "$OUT/kernels.log" 2>&1; echo "rc=$?" >> "$OUT/kernels.log"
+  (env ${KT_ENV:-} timeout 560 $B/test_cuda_kernels > "$OUT/kernels.log" 2>&1; echo "rc=$?" >> "$OUT/kernels.log"
    timeout 60 $B/test_cuda_topk > "$OUT/topk.log" 2>&1; echo "rc=$?" >> "$OUT/topk.log"
    timeout 200 $B/test_cuda_attn_post > "$OUT/attnpost.log" 2>&1; echo "rc=$?" >> "$OUT/attnpost.log") &
   KT=$!

@@ -573,11 +573,28 @@ static void test_attention(int nh, int nkv, int hd, int n_ctx, int n_new, int wi
 }
 #endif
 
+// Whether type t is in WICK_TEST_TYPES (comma-separated type names), or that
+// is unset. A device run checking a few types sets it; it then skips the
+// attention tests too, and says so.
+static int type_chosen(int t) {
+  const char *only = getenv("WICK_TEST_TYPES");
+  if (!only || !*only) return 1;
+  const char *name = wk_type_get(t)->name;
+  size_t n = strlen(name);
+  for (const char *p = only; p; p = strchr(p, ','), p = p ? p + 1 : NULL)
+    if (!strncmp(p, name, n) && (p[n] == ',' || p[n] == 0)) return 1;
+  return 0;
+}
+
 int main(void) {
   if (cuda_absent()) return 0;
 #ifdef WICK_HAVE_CUDA
   for (size_t i = 0; i < sizeof k_types / sizeof k_types[0]; i++) {
     int t = k_types[i];
+    if (!type_chosen(t)) {
+      printf("%s skipped: not in WICK_TEST_TYPES\n", wk_type_get(t)->name);
+      continue;
+    }
     test_matmul(t, 67, 768, 1, 0);
     test_matmul(t, 130, 1024, 3, 0);
     test_matmul(t, 200, 512, 9, 1);
@@ -799,6 +816,11 @@ int main(void) {
     test_dequant(t, 40, 14336, 5, 40);
     test_dequant(t, 9, 4096, 4, 5);
   }
+  const char *only = getenv("WICK_TEST_TYPES");
+  if (only && *only) {
+    printf("attention tests skipped: WICK_TEST_TYPES is set\n");
+    goto done;
+  }
   test_attention(8, 2, 64, 300, 1, 0, 0.0f, 8, 0, 1, -1);
   test_attention(8, 2, 64, 300, 1, 0, 0.0f, 1, 0, 1, -1);
   test_attention(4, 4, 128, 77, 77, 0, 0.0f, 1, 0, 1, -1);
@@ -865,6 +887,7 @@ int main(void) {
   }
   test_attention(8, 2, 64, 300, 130, 0, 0.0f, 1, 1, 1, 1);
   test_attention(4, 1, 256, 700, 300, 128, 50.0f, 1, 1, 1, 1);
+done:
   if (g_fail) {
     printf("%d checks failed\n", g_fail);
     return 1;

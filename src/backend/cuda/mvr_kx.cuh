@@ -15,7 +15,7 @@
 // (code bytes [8 + 16j, +16): low nibbles values 0..15, high 16..31) and the
 // block's 8-byte header. IQ4_NL (18 bytes, 2-byte aligned): a lane a block,
 // as Q4_0 (mvr_q4.cuh). The 4-bit codes become their levels (int8, in
-// [-127, 113]) by byte permutes (quant.cuh's iq4_lut), then signed dp4a.
+// [-127, 113]) by byte permutes (quant.cuh's iq4_lut8), then signed dp4a.
 #ifndef WICK_BACKEND_CUDA_MVR_KX_CUH
 #define WICK_BACKEND_CUDA_MVR_KX_CUH
 
@@ -140,8 +140,10 @@ static __device__ __forceinline__ int mvr_iq4_dot(const uint32_t *q, uint4 a, ui
   int s = 0, t = 0;
 #pragma unroll
   for (int i = 0; i < 4; i++) {
-    mvr_dp4x(iq4_lut(q[i] & 0x0F0F0F0Fu) ^ 0x80808080u, xa[i], ya[i], &s, &t);
-    mvr_dp4x(iq4_lut((q[i] >> 4) & 0x0F0F0F0Fu) ^ 0x80808080u, xb[i], yb[i], &s, &t);
+    uint32_t lo, hi;
+    iq4_lut8(q[i], &lo, &hi);
+    mvr_dp4x(lo, xa[i], ya[i], &s, &t);
+    mvr_dp4x(hi, xb[i], yb[i], &s, &t);
   }
   return s + 128 * t;
 }

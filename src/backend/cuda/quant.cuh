@@ -521,35 +521,45 @@ struct qtype<WK_Q3_K> {
   }
 };
 
-// IQ4_NL / IQ4_XS: a 4-bit code indexes 16 fixed levels. iq4_lut maps the four
-// code bytes of v (each < 16) to level + 128 (the table kept as unsigned
-// bytes in four words, picked by byte permutes: the low three bits of a code
-// select within a half, bit 3 picks the half).
-static __device__ __forceinline__ uint32_t iq4_lut(uint32_t v) {
-  uint32_t t = v | (v >> 4);
-  uint32_t sel = ((t & 0xffu) | ((t >> 8) & 0xff00u)) & 0x7777u;
-  uint32_t lo = __byte_perm(0x3F2D1801u, 0x766A5D4Fu, sel);  // -127 -104 -83 -65 -49 -35 -22 -10
-  uint32_t hi = __byte_perm(0xA6998D81u, 0xF1D9C5B5u, sel);  //    1   13  25  38  53  69  89 113
-  uint32_t m = ((v >> 3) & 0x01010101u) * 0xffu;
-  return (lo & ~m) | (hi & m);
+// IQ4_NL / IQ4_XS: a 4-bit code indexes 16 fixed levels. iq4_lut8 maps the
+// 8 codes of a code word q (byte k: the code of value k in its low nibble,
+// of value 16 + k in its high) to their levels as int8 bytes: *lo values
+// 0..3, *hi values 16..19. The table is four words (levels 0-3, 4-7, 8-11,
+// 12-15); byte permutes with q's nibbles as selectors (their low three bits)
+// look up 4 codes a half-word in both halves of the table, a third picks
+// each byte's half by the code's bit 3, and two more put the values back in
+// order (a half-word's nibbles are values k, 16 + k, k + 1, 17 + k).
+static __device__ __forceinline__ void iq4_lut8(uint32_t q, uint32_t *lo, uint32_t *hi) {
+  const uint32_t c = q & 0x77777777u, s = ((q >> 1) & 0x44444444u) | 0x32103210u;
+  const uint32_t t0 = 0xBFAD9881u, t1 = 0xF6EADDCFu;  // -127 -104 -83 -65, -49 -35 -22 -10
+  const uint32_t t2 = 0x26190D01u, t3 = 0x71594535u;  //    1   13  25  38,  53  69  89 113
+  const uint32_t a = __byte_perm(__byte_perm(t0, t1, c), __byte_perm(t2, t3, c), s);
+  const uint32_t b =
+      __byte_perm(__byte_perm(t0, t1, c >> 16), __byte_perm(t2, t3, c >> 16), s >> 16);
+  *lo = __byte_perm(a, b, 0x6420), *hi = __byte_perm(a, b, 0x7531);
 }
-static __device__ __forceinline__ int iq4_level(uint32_t c) {
-  return (int)((iq4_lut(c) & 0xff)) - 128;
-}
-// sum_j T[q_j] x_j over a 32-value group whose 16 code bytes are w[0..4).
+// sum_j T[q_j] x_j over a 32-value group whose 16 code bytes are w[0..4)
+// (levels offset by 128 to unsigned bytes for dot_u8x4).
 static __device__ __forceinline__ float iq4_dot(const uint32_t *w, const float *x, xsum sx) {
   float s = 0.0f;
 #pragma unroll
-  for (int i = 0; i < 4; i++)
-    s += dot_u8x4(iq4_lut(w[i] & 0x0F0F0F0Fu), x + 4 * i) +
-         dot_u8x4(iq4_lut((w[i] >> 4) & 0x0F0F0F0Fu), x + 16 + 4 * i);
+  for (int i = 0; i < 4; i++) {
+    uint32_t lo, hi;
+    iq4_lut8(w[i], &lo, &hi);
+    s += dot_u8x4(lo ^ 0x80808080u, x + 4 * i) + dot_u8x4(hi ^ 0x80808080u, x + 16 + 4 * i);
+  }
   return s - 128.0f * (sx.lo + sx.hi);
 }
-static __device__ __forceinline__ void iq4_deq(const uint8_t *q, float d, float *y) {
+static __device__ __forceinline__ void iq4_deq(const uint32_t *w, float d, float *y) {
 #pragma unroll
-  for (int j = 0; j < 16; j++) {
-    y[j] = d * (float)iq4_level(q[j] & 15);
-    y[j + 16] = d * (float)iq4_level(q[j] >> 4);
+  for (int i = 0; i < 4; i++) {
+    uint32_t lo, hi;
+    iq4_lut8(w[i], &lo, &hi);
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+      y[4 * i + k] = d * (float)(int8_t)(lo >> (8 * k));
+      y[16 + 4 * i + k] = d * (float)(int8_t)(hi >> (8 * k));
+    }
   }
 }
 
@@ -557,9 +567,10 @@ template <>
 struct qtype<WK_IQ4_NL> {
   static constexpr int BLOCK = 32, BYTES = 18;
   static __device__ __forceinline__ void deq(const uint8_t *b, int, float *y) {
-    uint8_t q[16];
-    ld16_a2(b + 2, q);
-    iq4_deq(q, ld_h(b), y);
+    uint32_t w[4];
+#pragma unroll
+    for (int i = 0; i < 4; i++) w[i] = ld_w_a2(b + 2 + 4 * i);
+    iq4_deq(w, ld_h(b), y);
   }
   static __device__ __forceinline__ float dot(const uint8_t *b, int, const float *x, xsum sx) {
     uint32_t w[4];
@@ -580,9 +591,10 @@ struct qtype<WK_IQ4_XS> {
     return __half2float(__ushort_as_half((unsigned short)h)) * (float)(ls - 32);
   }
   static __device__ __forceinline__ void deq(const uint8_t *b, int s, float *y) {
-    uint8_t q[16];
-    ld16_a4(b + 8 + 16 * s, q);
-    iq4_deq(q, scale(b, s), y);
+    uint32_t w[4];
+#pragma unroll
+    for (int i = 0; i < 4; i++) w[i] = ld_u32(b + 8 + 16 * s + 4 * i);
+    iq4_deq(w, scale(b, s), y);
   }
   static __device__ __forceinline__ float dot(const uint8_t *b, int s, const float *x, xsum sx) {
     uint32_t w[4];
