@@ -926,7 +926,7 @@ struct mvr_cfg {
   // 15.5 against 17.4 / 18.7, Q6_K 21.6 / 21.6 against 24.9 / 26.9, Q8_0
   // 21.9 / 19.9 against 22.2 / 23.6 (session 14, call 4).
   static constexpr bool X16 = !mvr_f32x<T>::value;
-  static constexpr int RW = X16 && T != WK_Q3_K ? 2 : 1;
+  static constexpr int RW = X16 ? 2 : 1;
   // Q6_K: 1024 threads and one item ahead measured 55/51% of the copy rate
   // at 4096x14336 / 14336x4096 against 40/53% with 768 and two (session 4).
   // F16/BF16: 16 bytes a lane a step in 4 registers, so up to 7 steps in
@@ -942,11 +942,12 @@ struct mvr_cfg {
   // Q4_K at 1024 threads and 1 item, 8B Q4_K_M decode 1.981 / 2.307 ms
   // against 2.069 / 2.422, call 3). mvr_cfg_s11: the shapes before, for
   // comparison (WICK_CUDA_MVD=0).
-  // Q2_K and Q3_K (session 33): a step of 4 super-blocks is 336 / 440 bytes
-  // a row against Q4_K's 576, and at 1 item 2 rows read 33 / 31% of the copy
-  // rate (Q4_K 56%: the bytes a warp keeps in flight set the rate); 3 items
-  // ahead (Q3_K one row: its raw words take 14 registers a row an item).
-  static constexpr int D = T == WK_F16 || T == WK_BF16 || T == WK_Q2_K || T == WK_Q3_K ? 3 : 1;
+  // Q2_K (session 33): 3 items ahead read 38 / 36% of the copy rate with
+  // dependent launch against 36 / 34% at 1 (Q3_K at one row and 3 items: 25
+  // / 25% against 31 / 29% at 2 rows and 1). These formats are bound by the
+  // work a value (two dp4a planes, shared-memory x) more than by their
+  // bytes: Q2_K reads 2.6 bits a value to Q4_K's 4.5.
+  static constexpr int D = T == WK_F16 || T == WK_BF16 || T == WK_Q2_K ? 3 : 1;
   static constexpr int NT = X16 ? 512 : 1024;
 };
 template <int T, bool GLU>
