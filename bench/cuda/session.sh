@@ -9,7 +9,8 @@
 #   ceil    copy bandwidth and cuBLAS bf16 rate
 #   matvec  matrix-vector table, % of the copy bandwidth (bench_cuda matvec; MV_TYPES:
 #           type names joined by commas, default all), again under each setting in MV_AB
-#   (KT_ENV: environment settings the kernel tests of `tests` run under, e.g. WICK_CUDA_ASYNC=1)
+#   (KT_ENV: environment settings the kernel tests of `tests` run under, e.g. WICK_CUDA_ASYNC=1,
+#   or WICK_TEST_TYPES=q2_k,iq4_xs for those types only, the attention tests then skipped)
 #   sweep   the streamed kernels' block shapes (bench_cuda sweep $SWEEP; SWEEP v6 or v8)
 #   dequant the GEMM path's dequantization to f16 (bench_cuda dequant)
 #   rows    the register kernel by row count at 4096 columns (bench_cuda rows), again

@@ -1,6 +1,7 @@
 // The register-streamed matrix-vector kernel (docs/CUDA.md, v9) for Q4_0,
-// Q4_1, Q5_0, Q5_1 (mvr_q4.cuh, since session 12), Q4_K, Q5_K, Q6_K and
-// Q8_0 with x rounded to 16 bits (since session 14; int8 before), and F16,
+// Q4_1, Q5_0, Q5_1 (mvr_q4.cuh, since session 12), Q4_K, Q5_K, Q6_K, Q8_0,
+// Q2_K, Q3_K, IQ4_NL and IQ4_XS (mvr_kx.cuh, session 33) with x rounded to
+// 16 bits (since session 14; int8 before), and F16,
 // BF16 and FP8 (E4M3, E5M2; by default since session 12) with f32 x: weights read
 // straight into registers by coalesced loads, D steps ahead of the
 // arithmetic, many warps an SM and no block-wide barrier between the
