@@ -175,20 +175,10 @@ struct mvr_fmt<WK_IQ4_XS> {
   }
 };
 
-// IQ4_NL: d (f16), 16 code bytes; the words from the 4-byte boundary at or
-// below the block, joined by funnel shifts (Q4_0's reading, mvr_q_a2).
+// IQ4_NL: d (f16), 16 code bytes; read as Q4_0 is (mvr_q_a2's words from
+// the 4-byte boundary at or below the block, joined by funnel shifts).
 template <>
-struct mvr_fmt<WK_IQ4_NL> : mvr_q32 {
-  struct w_t {
-    uint32_t r[5];
-    uint32_t sh;  // 16 (block 4-byte aligned) or 32 (2 mod 4)
-  };
-  static __device__ __forceinline__ void load(w_t &w, const uint8_t *blk, int) {
-    const uint8_t *a = (const uint8_t *)((uintptr_t)blk & ~(uintptr_t)3);
-#pragma unroll
-    for (int i = 0; i < 5; i++) w.r[i] = mvr_ld4(a + 4 * i);
-    w.sh = 16u + (uint32_t)((uintptr_t)blk & 2) * 8u;
-  }
+struct mvr_fmt<WK_IQ4_NL> : mvr_q_a2<WK_IQ4_NL> {
   static __device__ __forceinline__ float dot(const w_t &w, const x_t &x, int) {
     uint32_t q[4];
 #pragma unroll
