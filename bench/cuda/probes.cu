@@ -15,6 +15,10 @@
 //                   memory by bulk copies before the wait (k_land), and as the
 //                   persistent 1024-thread kernel landing each phase's first
 //                   rows before its barrier (k_chain_land)
+//   ./probes flow   the same 8 products as 4 pairs, the second of a pair split
+//                   by column chunks that start as the first's rows for them
+//                   are done (counters, no boundary between the two), 1, 2 or
+//                   4 pairs a launch, against chain's launches and barriers
 //   ./probes mma    matrix-vector products on the tensor cores (mma.sync) for
 //                   FP8 (wick's 132-byte blocks: f32 scale + 128 e4m3 codes; x as
 //                   two e4m3 terms in two B columns) and Q4_K (u8 nibbles x int8
@@ -568,13 +572,14 @@ static __device__ __forceinline__ void chain_enter(const chain_args &a, float *x
   for (int i = threadIdx.x; i < a.n; i += blockDim.x) xs[i] = __ldcg(a.y[p] + i);
   __syncthreads();
 }
-// A warp's rows from r0 (items of them, the first D already in w), loads of
-// item i + D issued before item i is summed; each row's sum into y.
-template <int D>
-static __device__ __forceinline__ void chain_stream(const __half *W, const float *xs, float *y,
-                                                    int n, int ls, int r0, int items,
-                                                    uint4 (&w)[D]) {
-  const int lane = threadIdx.x & 31, sm = (1 << ls) - 1;
+// A warp's stream of items (each 16 bytes a lane; the first D already in w,
+// ld(i) loads item i), loads of item i + D issued before item i is summed
+// against xs at 256 (i & (2^lg - 1)) + 8 lane; each run of 2^lg items is a
+// row, its sum handed to row(i >> lg, sum) on every lane.
+template <int D, class LD, class ROW>
+static __device__ __forceinline__ void stream_rows(const float *xs, int items, int lg,
+                                                   uint4 (&w)[D], LD ld, ROW row) {
+  const int lane = threadIdx.x & 31, sm = (1 << lg) - 1;
   float acc = 0.0f;
   for (int i0 = 0; i0 < items; i0 += D) {
 #pragma unroll
@@ -582,16 +587,26 @@ static __device__ __forceinline__ void chain_stream(const __half *W, const float
       const int i = i0 + k;
       if (i >= items) break;
       const uint4 v = w[k];
-      if (i + D < items) w[k] = chain_ld(W, n, ls, r0, i + D);
+      if (i + D < items) w[k] = ld(i + D);
       acc = chain_dot8(v, xs, 256 * (i & sm) + 8 * lane, acc);
       if (((i + 1) & sm) == 0) {  // the row is done
 #pragma unroll
         for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
-        if (lane == 0) y[r0 + (i >> ls)] = acc;
+        row(i >> lg, acc);
         acc = 0.0f;
       }
     }
   }
+}
+// A warp's rows from r0 (items of them), each row's sum into y.
+template <int D>
+static __device__ __forceinline__ void chain_stream(const __half *W, const float *xs, float *y,
+                                                    int n, int ls, int r0, int items,
+                                                    uint4 (&w)[D]) {
+  stream_rows<D>(xs, items, ls, w, [&](int i) { return chain_ld(W, n, ls, r0, i); },
+                 [&](int r, float acc) {
+                   if ((threadIdx.x & 31) == 0) y[r0 + r] = acc;
+                 });
 }
 // Rows [r0, r1) from shared memory (lw: rows from R0), one warp's, in
 // chain_stream's order of sums.
@@ -733,6 +748,36 @@ __global__ void __launch_bounds__(1024, 1) k_chain_land(chain_args a, int p0, in
     __syncthreads();  // xs and the landed rows are reused by the next phase
   }
 }
+// The chain probes' buffers: P copies of the matrix h (n x n), y[0] = x0
+// and P more vectors, the device arrays of both, the barrier; chain_free
+// frees them.
+static void chain_alloc(chain_args &a, int n, int P, const std::vector<__half> &h,
+                        const std::vector<float> &x0, std::vector<const __half *> &Wh,
+                        std::vector<float *> &yh) {
+  a.n = n, a.log_steps = n == 4096 ? 4 : 5;
+  Wh.assign(P, nullptr), yh.assign(P + 1, nullptr);
+  for (int p = 0; p < P; p++) {
+    PCK(cudaMalloc((void **)&Wh[p], h.size() * sizeof(__half)));
+    PCK(cudaMemcpy((void *)Wh[p], h.data(), h.size() * sizeof(__half), cudaMemcpyHostToDevice));
+  }
+  for (int p = 0; p <= P; p++) {
+    PCK(cudaMalloc((void **)&yh[p], (size_t)n * sizeof(float)));
+    PCK(cudaMemset(yh[p], 0, (size_t)n * sizeof(float)));
+  }
+  PCK(cudaMemcpy(yh[0], x0.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+  PCK(cudaMalloc((void **)&a.W, P * sizeof(void *)));
+  PCK(cudaMalloc((void **)&a.y, (P + 1) * sizeof(void *)));
+  PCK(cudaMemcpy((void *)a.W, Wh.data(), P * sizeof(void *), cudaMemcpyHostToDevice));
+  PCK(cudaMemcpy((void *)a.y, yh.data(), (P + 1) * sizeof(void *), cudaMemcpyHostToDevice));
+  PCK(cudaMalloc((void **)&a.bar, 2 * sizeof(unsigned)));
+  PCK(cudaMemset(a.bar, 0, 2 * sizeof(unsigned)));
+}
+static void chain_free(chain_args &a, std::vector<const __half *> &Wh, std::vector<float *> &yh) {
+  for (auto w : Wh) PCK(cudaFree((void *)w));
+  for (auto y : yh) PCK(cudaFree(y));
+  PCK(cudaFree((void *)a.W)); PCK(cudaFree((void *)a.y)); PCK(cudaFree(a.bar));
+}
+
 static void probe_chain(double bw) {
   const int P = 8, D = 6;
   int sms = 0, per = 0;
@@ -744,28 +789,13 @@ static void probe_chain(double bw) {
     PCK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, kern, 1024, smem));
     if (per < 1) { printf("chain n %d: no room\n", n); continue; }
     chain_args a = {};
-    a.n = n, a.log_steps = n == 4096 ? 4 : 5;
-    std::vector<const __half *> Wh(P);
-    std::vector<float *> yh(P + 1);
+    std::vector<const __half *> Wh;
+    std::vector<float *> yh;
     std::vector<__half> h((size_t)n * n);
     for (size_t i = 0; i < h.size(); i++) h[i] = __float2half((float)((i * 2654435761u) % 1024) / 1024.0f - 0.5f);
-    for (int p = 0; p < P; p++) {
-      PCK(cudaMalloc((void **)&Wh[p], h.size() * sizeof(__half)));
-      PCK(cudaMemcpy((void *)Wh[p], h.data(), h.size() * sizeof(__half), cudaMemcpyHostToDevice));
-    }
-    for (int p = 0; p <= P; p++) {
-      PCK(cudaMalloc((void **)&yh[p], (size_t)n * sizeof(float)));
-      PCK(cudaMemset(yh[p], 0, (size_t)n * sizeof(float)));
-    }
     std::vector<float> x0(n);
     for (int i = 0; i < n; i++) x0[i] = (float)(i % 7) / 7.0f - 0.5f;
-    PCK(cudaMemcpy(yh[0], x0.data(), n * sizeof(float), cudaMemcpyHostToDevice));
-    PCK(cudaMalloc((void **)&a.W, P * sizeof(void *)));
-    PCK(cudaMalloc((void **)&a.y, (P + 1) * sizeof(void *)));
-    PCK(cudaMemcpy((void *)a.W, Wh.data(), P * sizeof(void *), cudaMemcpyHostToDevice));
-    PCK(cudaMemcpy((void *)a.y, yh.data(), (P + 1) * sizeof(void *), cudaMemcpyHostToDevice));
-    PCK(cudaMalloc((void **)&a.bar, 2 * sizeof(unsigned)));
-    PCK(cudaMemset(a.bar, 0, 2 * sizeof(unsigned)));
+    chain_alloc(a, n, P, h, x0, Wh, yh);
     const double mb = (double)n * n * 2 / 1e6;
     std::vector<float> ref;
     for (int per_launch : {1, 2, 4, 8}) {
@@ -825,22 +855,217 @@ static void probe_chain(double bw) {
                100.0 * mb * 1e6 / (us * 1e-6) / 1e9 / bw, same ? "" : "  OUTPUT DIFFERS");
       }
     }
-    for (int p = 0; p < P; p++) PCK(cudaFree((void *)Wh[p]));
-    for (int p = 0; p <= P; p++) PCK(cudaFree(yh[p]));
-    PCK(cudaFree((void *)a.W)); PCK(cudaFree((void *)a.y)); PCK(cudaFree(a.bar));
+    chain_free(a, Wh, yh);
+  }
+}
+
+// ---------------------------------------------------------------- flow
+// Dataflow between a pair of dependent products instead of a boundary
+// (docs/CUDA.md "Session 25": a row-split producer feeding a column-split
+// consumer). The P products of `chain` as P / 2 pairs: the first of a pair
+// is k_chain's phase (a warp's rows, each row's sum into y) that also counts
+// the rows it finishes by chunk of FC rows; the second is split by column
+// chunk: warp gw takes chunk gw % (n / FC) of a range of rows (the same
+// ranges for every chunk), loads its first weights, waits for its chunk's
+// counter (the FC producer rows that make those columns of x), writes its
+// rows' partial sums by chunk, and the warp that completes a range adds the
+// range's partials in chunk order (the same bits whatever the timing) and
+// counts the range done. A pair's producer waits for the previous pair's
+// ranges (or, first in a launch, for the previous grid). Counters are zeroed
+// by a memset at the head of each chain. Session 34 (docs/CUDA.md): slower
+// than two launches, and slower even with the waits left out.
+#ifndef FLOW_FC
+#define FLOW_FC 512  // -DFLOW_FC=1024: chunks of 1024 columns
+#endif
+// IPR = 2^LG: 512-byte steps a row of a chunk; n / FG bounds the row ranges.
+constexpr int FC = FLOW_FC, FG = 2, IPR = FC / 256, LG = IPR == 4 ? 2 : 1;
+struct flow_args {
+  chain_args c;
+  float *part;    // [n / FC][n] consumer partial sums by column chunk
+  unsigned *cnt;  // per pair: [n / FC] chunk counters, [n / FG] group counters, done; then an error flag
+};
+static __device__ __forceinline__ unsigned ld_acquire(const unsigned *p) {
+  unsigned v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+// Spins until *p >= target (a bounded wait: a hang sets the error flag).
+static __device__ __forceinline__ void flow_wait(const unsigned *p, unsigned target, unsigned *err) {
+  for (long k = 0; ld_acquire(p) < target; k++)
+    if (k > (1l << 26)) { atomicExch(err, 1u); return; }
+}
+template <int D>
+__global__ void __launch_bounds__(1024, 1) k_flow(flow_args f, int q0, int nq, int pdl, int nowait) {
+  extern __shared__ float xs[];
+  const chain_args &a = f.c;
+  const int n = a.n, nw = blockDim.x >> 5, lane = threadIdx.x & 31;
+  const int gw = blockIdx.x * nw + (threadIdx.x >> 5), tw = gridDim.x * nw;
+  const int r0 = (int)((long)gw * n / tw), r1 = (int)((long)(gw + 1) * n / tw);
+  const int ls = a.log_steps, items = (r1 - r0) << ls;
+  const int nch = n / FC, ngr = n / FG, stride = nch + ngr + 1, nr = tw / nch;
+  unsigned *err = f.cnt + (size_t)stride * 8;  // after 8 pairs' counters
+  uint4 w[D];
+  for (int q = q0; q < q0 + nq; q++) {
+    const int p = 2 * q;
+    unsigned *chunk = f.cnt + (size_t)q * stride, *grp = chunk + nch, *done = grp + ngr;
+    // Producer: rows r0..r1 of W_p, counted by chunk.
+    const __half *W = a.W[p];
+#pragma unroll
+    for (int k = 0; k < D; k++)
+      if (k < items) w[k] = chain_ld(W, n, ls, r0, k);
+    if (q == q0) {
+      if (pdl) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+      if (pdl) asm volatile("griddepcontrol.wait;" ::: "memory");
+    } else {
+      if (threadIdx.x == 0) flow_wait(f.cnt + (size_t)(q - 1) * stride + nch + ngr, nr, err);
+      __syncthreads();
+    }
+    for (int i = threadIdx.x; i < n; i += blockDim.x) xs[i] = __ldcg(a.y[p] + i);
+    __syncthreads();
+    float *yp = a.y[p + 1];
+    stream_rows<D>(xs, items, ls, w, [&](int i) { return chain_ld(W, n, ls, r0, i); },
+                   [&](int r, float acc) {
+                     if (lane == 0) {
+                       yp[r0 + r] = acc;
+                       __threadfence();
+                       atomicAdd(chunk + (r0 + r) / FC, 1u);
+                     }
+                   });
+    // Consumer: warp gw takes chunk c = gw % nch and the rows of range j =
+    // gw / nch (the same ranges for every chunk), streamed as chain_stream
+    // streams rows (IPR steps a row: FC columns), x's chunk in the warp's
+    // 4 FC bytes of shared memory; one fence and count a warp.
+    if (gw < nr * nch) {
+      const __half *V = a.W[p + 1];
+      const float *x = a.y[p + 1];
+      const int c = gw % nch, j = gw / nch;  // a block's warps on whole rows: DRAM pages read together
+      const int q0 = (int)((long)j * n / nr), q1 = (int)((long)(j + 1) * n / nr), its = IPR * (q1 - q0);
+      const uint4 *base = (const uint4 *)(V + (size_t)q0 * n + c * FC) + lane;
+      const int n16 = n / 8;  // a row in 16-byte pieces
+      auto ldc = [&](int i) { return __ldg(base + (i >> LG) * n16 + 32 * (i & (IPR - 1))); };
+#pragma unroll
+      for (int k = 0; k < D; k++)
+        if (k < its) w[k] = ldc(k);
+      if (lane == 0 && !nowait) flow_wait(chunk + c, FC, err);
+      __syncwarp();
+      float *xw = xs + n + FC * (threadIdx.x >> 5);  // the warp's chunk of x (a lane reads its own)
+#pragma unroll
+      for (int k = 0; k < 2 * IPR; k++)
+        ((float4 *)xw)[64 * (k >> 1) + 2 * lane + (k & 1)] =
+            __ldcg((const float4 *)(x + c * FC + 256 * (k >> 1) + 8 * lane) + (k & 1));
+      stream_rows<D>(xw, its, LG, w, ldc, [&](int r, float acc) {
+        if (lane == 0) f.part[(size_t)c * n + q0 + r] = acc;
+      });
+      unsigned old = 0;
+      if (lane == 0) {
+        __threadfence();
+        old = atomicAdd(grp + j, 1u);
+      }
+      old = __shfl_sync(0xffffffffu, old, 0);
+      if (old == (unsigned)nch - 1) {  // the range's last chunk: its sums in chunk order
+        __threadfence();
+        float *y = a.y[p + 2];
+        for (int r = q0 + lane; r < q1; r += 32) {
+          float t = 0.0f;
+          for (int cc = 0; cc < nch; cc++) t += __ldcg(f.part + (size_t)cc * n + r);
+          y[r] = t;
+        }
+        __threadfence();
+        __syncwarp();
+        if (lane == 0) atomicAdd(done, 1u);
+      }
+    }
+    __syncthreads();  // xs is restaged by the next pair
+  }
+}
+
+// ||a - b|| / ||a||.
+static double rel_diff(const std::vector<float> &a, const std::vector<float> &b) {
+  double d = 0, s = 0;
+  for (size_t i = 0; i < a.size(); i++) d += (double)(a[i] - b[i]) * (a[i] - b[i]), s += (double)a[i] * a[i];
+  return s > 0 ? sqrt(d / s) : 0.0;
+}
+
+static void probe_flow(double bw) {
+  const int P = 8, D = 4;  // 4 steps in flight: k_flow spills at 6
+  int sms = 0, per = 0;
+  PCK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  auto kc = k_chain<D>, kc6 = k_chain<6>;  // kc6: chain's D (spills in k_flow)
+  auto kf = k_flow<D>;
+  for (int n : {4096, 8192}) {
+    const size_t smem = (size_t)n * sizeof(float);
+    PCK(cudaFuncSetAttribute(kc, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    PCK(cudaFuncSetAttribute(kc6, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    const size_t fsm = smem + 32 * FC * sizeof(float);  // + a warp's chunk of x
+    PCK(cudaFuncSetAttribute(kf, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)fsm));
+    PCK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, kf, 1024, fsm));
+    if (per < 1) { printf("flow n %d: no room\n", n); continue; }
+    flow_args f = {};
+    chain_args &a = f.c;
+    std::vector<const __half *> Wh;
+    std::vector<float *> yh;
+    std::vector<__half> h((size_t)n * n);
+    // Values of mean 0 and y's scale near x's (uniform in +-sqrt(3 / n)).
+    const float amp = sqrtf(3.0f / n);
+    for (size_t i = 0; i < h.size(); i++) {
+      uint32_t t = (uint32_t)i * 2654435761u;
+      t ^= t >> 15, t *= 0x2c1b3c6du, t ^= t >> 12;
+      h[i] = __float2half(amp * ((float)(t % 2048) / 1024.0f - 1.0f));
+    }
+    std::vector<float> x0(n);
+    for (int i = 0; i < n; i++) x0[i] = sinf(0.37f * i);
+    chain_alloc(a, n, P, h, x0, Wh, yh);
+    const int stride = n / FC + n / FG + 1;
+    const size_t cb = ((size_t)stride * 8 + 1) * sizeof(unsigned);
+    PCK(cudaMalloc((void **)&f.cnt, cb));
+    PCK(cudaMalloc((void **)&f.part, (size_t)(n / FC) * n * sizeof(float)));
+    const double mb = (double)n * n * 2 / 1e6;
+    std::vector<float> ref;
+    struct way { const char *name; int kind, per_launch; };  // kind 0 k_chain, 1 k_flow, 2 D 6, 3 k_flow nowait
+    const way ways[] = {{"boundaries (1 product a launch)", 0, 1},
+                        {"boundaries, 6 steps in flight", 2, 1},
+                        {"barriers (8 phases, 1 launch)", 0, 8},
+                        {"flow pairs, 1 pair a launch", 1, 1},
+                        {"flow pairs, 2 pairs a launch", 1, 2},
+                        {"flow pairs, 4 pairs, 1 launch", 1, 4},
+                        {"flow pairs, 1 a launch, no waits", 3, 1}};
+    for (int round = 0; round < 2; round++)
+      for (const way &wy : ways) {
+        double us = graph_us([&](cudaStream_t st, int) {
+          PCK(cudaMemsetAsync(f.cnt, 0, cb, st));
+          if (wy.kind == 0 || wy.kind == 2)
+            for (int p = 0; p < P; p += wy.per_launch)
+              launch_pdl(st, 1, sms, 1024, smem, wy.kind ? kc6 : kc, a, p, wy.per_launch, 1);
+          else
+            for (int q = 0; q < P / 2; q += wy.per_launch)
+              launch_pdl(st, 1, sms, 1024, fsm, kf, f, q, wy.per_launch, 1, wy.kind == 3);
+        }, 1, 1) / P;
+        std::vector<float> out(n);
+        unsigned e = 0;
+        PCK(cudaMemcpy(out.data(), yh[P], n * sizeof(float), cudaMemcpyDeviceToHost));
+        PCK(cudaMemcpy(&e, f.cnt + (size_t)stride * 8, sizeof e, cudaMemcpyDeviceToHost));
+        if (ref.empty()) ref = out;
+        printf("flow FC %4d n %5d (%5.1f MB a product): %-32s %7.2f us a product, %3.0f%% of copy, "
+               "||y - y0|| / ||y0|| %.1e%s\n", FC, n, mb, wy.name, us,
+               100.0 * mb * 1e6 / (us * 1e-6) / 1e9 / bw, rel_diff(ref, out), e ? "  WAIT TIMED OUT" : "");
+      }
+    chain_free(a, Wh, yh);
+    PCK(cudaFree(f.cnt)); PCK(cudaFree(f.part));
   }
 }
 
 int main(int argc, char **argv) {
   const char *what = argc > 1 ? argv[1] : "";
-  if (strcmp(what, "read") && strcmp(what, "mma") && strcmp(what, "chain")) {
-    fprintf(stderr, "usage: probes read|mma|chain\n");
+  if (strcmp(what, "read") && strcmp(what, "mma") && strcmp(what, "chain") &&
+      strcmp(what, "flow")) {
+    fprintf(stderr, "usage: probes read|mma|chain|flow\n");
     return 2;
   }
   double bw = copy_gbps();
   printf("copy %.0f GB/s\n", bw);
   if (!strcmp(what, "read")) probe_read(bw);
   else if (!strcmp(what, "chain")) probe_chain(bw);
+  else if (!strcmp(what, "flow")) probe_flow(bw);
   else probe_mma(bw);
   return 0;
 }
