@@ -5,7 +5,7 @@ PY := .venv/bin/python
 MODEL ?= smollm2
 PROMPT ?= The three most useful things to know about the ocean are
 
-.PHONY: all build setup run test test-unit test-python format clean
+.PHONY: all build setup run test test-unit test-python format format-all clean
 
 all: build
 
@@ -27,7 +27,12 @@ test-unit:
 test-python:
 	WICK=$(abspath $(BUILD))/wick $(PY) -m pytest -q tests/python
 
+# The lines changed since HEAD (staged or not), by .clang-format;
+# `make format-all` rewrites every file.
 format:
+	git clang-format -f --extensions c,h,cu,cuh
+
+format-all:
 	clang-format -i $$(git ls-files '*.c' '*.h' '*.cu' '*.cuh')
 
 clean:
