@@ -33,6 +33,10 @@
 #           stamps, then the 8B model of the first type at ARGS, its last layer's launch,
 #           as built and under each setting in AB)
 #   attn    decode attention alone (bench_attn decode: kernels x splits, 4096 and 16384 keys)
+#   sanitize compute-sanitizer over test_cuda_parity (prefill chunks, decode, graphs, a batch
+#           of sequences): memcheck (with leak check) and synccheck on the trimmed real models
+#           and tiny synthetic ones of every format family, initcheck and racecheck on the tiny
+#           Q4_K_M ones without the warm-up (no cuBLAS); SAN_TOOLS, SAN_T (seconds a tool, 400)
 #   ncu     per-kernel times of one decode step (2-layer 8B-shape models of NCU_TYPES, default
 #           q4_k_m; context NCU_CTX, default 4096, 0 to skip; dependent launch and graphs off:
 #           ncu failed a launch with them), the matrix-vector kernel's profile sections (NCU_MV:
@@ -148,6 +152,38 @@ if has parity; then
     sed "s|$SYN/||" "$OUT/parity.log" | grep -vE "^$" >> "$LOG"
     say "== parity ($ab) rc=$rc: $(tail -1 "$OUT/parity.log") ($(since))"
     grep -E "FAIL" "$OUT/parity.log" | head | tee -a "$LOG"
+  done
+fi
+if has sanitize; then  # device-memory errors and leaks, barrier misuse, uninitialized reads, races
+  # memcheck and synccheck over every model below. initcheck and racecheck
+  # only where no product reaches cuBLAS (Q4_K_M models, no load-time
+  # warm-up: prompt chunks of <= 32 tokens take the fused batch kernel):
+  # initcheck does not see cuBLAS's Hopper GEMMs write their output (it
+  # flags every later read of it; session 34), and racecheck reports
+  # hazards inside those GEMMs and fails when they are excluded.
+  . bench/cuda/synth.sh
+  SD=/tmp/wick-san
+  mkdir -p $SD
+  san="" own=""
+  for f in models-trim/*.gguf; do [ -f "$f" ] && san="$san $f"; done
+  for spec in llama:q4_k_m gemma3:q4_k_m qwen2:bf16 qwen3:fp8_e4m3 gemma3:q4_0 llama:iq4_xs \
+    qwen3:q3_k gemma3:q8_0; do
+    f=$SD/${spec%:*}-${spec#*:}.gguf
+    $B/wick mkmodel --arch ${spec%:*} --like tiny --type ${spec#*:} --seed 7 -o $f > /dev/null || continue
+    san="$san $f"
+    [ ${spec#*:} = q4_k_m ] && own="$own $f"
+  done
+  CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+  for tool in ${SAN_TOOLS:-memcheck synccheck initcheck racecheck}; do
+    extra=() envs=() list=$san
+    [ $tool = memcheck ] && extra=(--leak-check full)
+    case $tool in initcheck|racecheck) envs=(WICK_CUDA_WARMUP=0) list=$own ;; esac
+    env "${envs[@]}" timeout ${SAN_T:-400} $CS --tool $tool "${extra[@]}" --error-exitcode 9 \
+      $B/test_cuda_parity $list > "$OUT/san-$tool.log" 2>&1
+    rc=$?
+    say "== sanitize $tool rc=$rc: $(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$OUT/san-$tool.log" | tail -1)," \
+      "parity: $(grep -vE "^=" "$OUT/san-$tool.log" | tail -1) ($(since))"
+    grep -E "^========= [A-Z]" "$OUT/san-$tool.log" | sort | uniq -c | sort -rn | head -8 | tee -a "$LOG"
   done
 fi
 if [ -n "$KT" ]; then
