@@ -87,13 +87,6 @@ static void print_row(const char *what, int t, const char *suffix, double bytes,
 }
 
 // Whether name is one of the comma-separated names of list.
-static int name_listed(const char *list, const char *name) {
-  size_t n = strlen(name);
-  for (const char *p = list; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
-    if (!strncmp(p, name, n) && (p[n] == ',' || p[n] == 0)) return 1;
-  return 0;
-}
-
 static int bench_matvec(double copy_gbps, const char *only) {
   static const int types[] = {WK_F32,  WK_F16,  WK_BF16, WK_Q4_0,   WK_Q4_1,   WK_Q5_0,
                               WK_Q5_1, WK_Q8_0, WK_Q2_K, WK_Q3_K,   WK_Q4_K,   WK_Q5_K,
@@ -128,7 +121,7 @@ static int bench_matvec(double copy_gbps, const char *only) {
          "%bw", "14336x4096", "us", "GB/s", "%bw");
   for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
     int t = types[i];
-    if (only && !name_listed(only, wk_type_get(t)->name)) continue;
+    if (only && !cuda_test_name_listed(only, wk_type_get(t)->name)) continue;
     size_t bytes = wk_row_size(t, B) * A;  // same bytes either shape
     uint8_t *w = make_weights(pool, t, A, B);
     int quant = t != WK_F32 && t != WK_F16 && t != WK_BF16 && t != WK_FP8_E4M3 && t != WK_FP8_E5M2;

@@ -578,12 +578,7 @@ static void test_attention(int nh, int nkv, int hd, int n_ctx, int n_new, int wi
 // attention tests too, and says so.
 static int type_chosen(int t) {
   const char *only = getenv("WICK_TEST_TYPES");
-  if (!only || !*only) return 1;
-  const char *name = wk_type_get(t)->name;
-  size_t n = strlen(name);
-  for (const char *p = only; p; p = strchr(p, ','), p = p ? p + 1 : NULL)
-    if (!strncmp(p, name, n) && (p[n] == ',' || p[n] == 0)) return 1;
-  return 0;
+  return !only || !*only || cuda_test_name_listed(only, wk_type_get(t)->name);
 }
 
 int main(void) {

@@ -7,8 +7,18 @@
 #define WICK_BACKEND_CUDA_CUDA_TEST_H
 
 #include <stdint.h>
+#include <string.h>
 
 #include "base/error.h"
+
+// Whether name is one of the comma-separated names of list (a device run's
+// type filter: WICK_TEST_TYPES, bench_cuda's type lists).
+static inline int cuda_test_name_listed(const char *list, const char *name) {
+  size_t n = strlen(name);
+  for (const char *p = list; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
+    if (!strncmp(p, name, n) && (p[n] == ',' || p[n] == 0)) return 1;
+  return 0;
+}
 
 #ifdef __cplusplus
 extern "C" {
