@@ -5,7 +5,9 @@
 # against the gguf package's dequantizer within the int8 bound; the wide
 # K-quant formats of mvr_w4.cuh too, with their shared-memory bank pattern
 # and planted mistakes that must fail, and the 32-value block formats of
-# mvr_q4.cuh with theirs.
+# mvr_q4.cuh with theirs. x here is int8 (mvq.cuh's rounding), the design
+# these formats had until session 14; they now take 16-bit x as two int8
+# planes, which mvr_kx_emulate.py emulates for the session-33 formats.
 import struct, sys
 import numpy as np
 from gguf import GGMLQuantizationType as Q
