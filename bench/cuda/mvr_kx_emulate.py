@@ -1,63 +1,18 @@
 # Host emulation of src/backend/cuda/mvr_kx.cuh, the register kernel's
-# formats for Q2_K, Q3_K, IQ4_XS and IQ4_NL, with x as the kernel takes it
-# now: rounded to 16 bits per 32 values (mvr.cuh's mvr_round_x16) and held
-# as a lo and a hi int8 plane, v = lo + 128 hi. Every lane's loads (byte
-# addresses, aligned words, funnel shifts as written), the IQ4 level lookup
-# by byte permutes (quant.cuh's iq4_lut8) and the dot products, checked
-# against the gguf package's dequantizer within the 16-bit rounding bound,
-# and planted mistakes that must fail it. The warp's cursors and the lane
-# walk over a row are mvr_emulate.py's (row_product).
+# formats for Q2_K, Q3_K, IQ4_XS and IQ4_NL, on mvr_emulate.py's 16-bit x
+# (two int8 planes, v = lo + 128 hi) and its walk of a row (row_product):
+# every lane's loads (byte addresses, aligned words, funnel shifts as
+# written), the IQ4 level lookup by byte permutes (quant.cuh's iq4_lut8) and
+# the dot products, checked against the gguf package's dequantizer within
+# the 16-bit rounding bound, and planted mistakes that must fail it.
 import os, struct, sys
 import numpy as np
 from gguf import GGMLQuantizationType as Q
 from gguf import quants
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from mvr_emulate import (M32, Mem, byte_perm, dp4, f2u, f32, funnel_r, funnel_rc, half, i32,
-                         ld16_a2, row_product, u2f)
-
-L16 = 16383  # |v| <= L16
-
-
-def round_x16(x):
-    # mvr_round_x16: per group of 32, d = max|x| / 16383, v = rn(x * 16383 /
-    # max|x|); the lo plane (v & 127) in bytes [0, cols), the hi plane (v >> 7)
-    # in [cols, 2 cols); xm[g] = (d's bits, sum of v over [0, 16), over [16,
-    # 32), over all 32).
-    cols = len(x)
-    xq = bytearray(2 * cols)
-    xm = []
-    for g in range(cols // 32):
-        v = [f32(t) for t in x[32 * g:32 * g + 32]]
-        am = f32(max(abs(t) for t in v))
-        inv = f32(L16) / am if am > 0 else f32(0)
-        q = [int(np.rint(f32(t * inv))) for t in v]  # __float2int_rn: ties to even
-        assert all(abs(t) <= L16 for t in q)
-        for k, t in enumerate(q):
-            xq[32 * g + k] = t & 127
-            xq[cols + 32 * g + k] = (t >> 7) & 255
-        s0, s1 = sum(q[:16]), sum(q[16:])
-        xm.append((f2u(am * f32(1.0 / L16)), s0, s1, s0 + s1))
-    return xq, xm
-
-
-def words(xq, off): return [int.from_bytes(xq[off + 4 * i:off + 4 * i + 4], 'little') for i in range(4)]
-
-
-def load_x2(xq, xm, ga, gb, h, ok):  # mvr_load_x2
-    cols = len(xq) // 2
-    return dict(a=words(xq, 32 * ga + 16 * h), b=words(xq, 32 * gb + 16 * h),
-                ah=words(xq, cols + 32 * ga + 16 * h), bh=words(xq, cols + 32 * gb + 16 * h),
-                da=f32(u2f(xm[ga][0])) if ok else f32(0), db=f32(u2f(xm[gb][0])) if ok else f32(0),
-                sa=xm[ga][2 if h else 1], sb=xm[gb][2 if h else 1])
-
-
-def load_xg(xq, xm, g, ok):  # mvr_q32::load_x: group g whole
-    cols = len(xq) // 2
-    return dict(a=words(xq, 32 * g), b=words(xq, 32 * g + 16), ah=words(xq, cols + 32 * g),
-                bh=words(xq, cols + 32 * g + 16), dx=f32(u2f(xm[g][0])) if ok else f32(0),
-                s=xm[g][3])
-
+from mvr_emulate import (M32, Mem, bound16, byte_perm, dpx, f32, funnel_r, funnel_rc, half, i32,
+                         ld16_a2, load_x2, load_xg, round_x, row_product)
 
 def planes2(c, m, pa, hb, x, bug=None):  # mvr_planes2; m None: Q2_K
     a = b = ah = bh = 0
@@ -67,8 +22,8 @@ def planes2(c, m, pa, hb, x, bug=None):  # mvr_planes2; m None: Q2_K
         if m is not None:
             wa |= ((m[i] >> hb) & 0x01010101) << 2
             wb |= ((m[i] >> (hb + 1)) & 0x01010101) << 2
-        a, ah = dp4(wa, x['a'][i], a), dp4(wa, x['ah'][i], ah)
-        b, bh = dp4(wb, x['b'][i], b), dp4(wb, x['bh'][i], bh)
+        a, ah = dpx(wa, x['a'][i], x['ah'][i], (a, ah))
+        b, bh = dpx(wb, x['b'][i], x['bh'][i], (b, bh))
     k = 256 if bug == 'plane' else 128
     return a + k * ah, b + k * bh
 
@@ -137,8 +92,8 @@ def iq4_dot(q, x, bug=None):  # mvr_iq4_dot
     s = t = 0
     for i in range(4):
         lo, hi = iq4_lut8(q[i], bug)
-        s, t = dp4(lo, x['a'][i], s), dp4(lo, x['ah'][i], t)
-        s, t = dp4(hi, x['b'][i], s), dp4(hi, x['bh'][i], t)
+        s, t = dpx(lo, x['a'][i], x['ah'][i], (s, t))
+        s, t = dpx(hi, x['b'][i], x['bh'][i], (s, t))
     return s + 128 * t
 
 
@@ -184,24 +139,19 @@ def random_blocks(rng, qt, nblk, by):
 
 
 def check(F, qt, cols, rows, base, rng, xmean=0.0):
-    # The largest |y - ref| over rows as a share of the 16-bit rounding bound,
-    # sum over groups of max|x| / (2 16383) * sum |w| (the kernel test's), plus
-    # 1e-5 of sum |w x| for the f32 sums.
+    # The largest |y - ref| over rows as a share of the 16-bit rounding bound.
     bpr = cols // F.BLOCK
     rb = bpr * F.BYTES
     qw = random_blocks(rng, qt, rows * bpr, F.BYTES)
     deq = quants.dequantize(qw.reshape(rows, rb), qt).astype(np.float64)
     m = Mem(bytearray(base) + qw.tobytes() + bytearray(16), base & ~15, base + rows * rb + 16)
     x = ((rng.standard_normal(cols) + xmean) * rng.uniform(0.2, 5)).astype(np.float32)
-    xq, xm = round_x16(x)
+    xq, xm, _ = round_x(x, None)
     xr = x.astype(np.float64)
     worst = 0.0
     for r in range(rows):
         y = row_product(F, m, base + r * rb, bpr, xq, xm)
-        ref = float(deq[r] @ xr)
-        bound = sum(abs(xr[32 * g:32 * g + 32]).max() / (2 * L16) * abs(deq[r, 32 * g:32 * g + 32]).sum()
-                    for g in range(cols // 32)) + 1e-5 * float(abs(deq[r] * xr).sum())
-        e = abs(y - ref) / bound
+        e = abs(y - float(deq[r] @ xr)) / bound16(deq[r], xr)
         worst = max(worst, e) if e == e else float('inf')
     return worst
 
