@@ -1,6 +1,7 @@
-// Host helpers the device probes share (probes.cu, ring.cu, ring_q4k.cu,
-// mmq.cu): error checks, event and graph timing, launches with programmatic
-// dependent launch, the device's copy rate, device arrays, Q4_K values.
+// Helpers the device probes share (probes.cu, ring.cu, ring_q4k.cu, mmq.cu):
+// a warp's row stream; error checks, event and graph timing, launches with
+// programmatic dependent launch, the device's copy rate, device arrays, Q4_K
+// values.
 #pragma once
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -14,6 +15,33 @@
 #include <algorithm>
 
 #define PCK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { printf("CUDA %s at %d\n", cudaGetErrorString(e_), __LINE__); exit(1); } } while (0)
+
+// A warp's stream of items (16 bytes a lane each; the first D already in w,
+// ld(i) loads item i), the load of item i + D issued before item i is summed
+// by dot(v, i, acc); each run of 2^lg items is a row, its sum handed to
+// row(i >> lg, sum) on every lane (probes chain and flow, ring's k_regs).
+template <int D, class LD, class DOT, class ROW>
+static __device__ __forceinline__ void stream_rows(int items, int lg, uint4 (&w)[D], LD ld, DOT dot,
+                                                   ROW row) {
+  const int sm = (1 << lg) - 1;
+  float acc = 0.0f;
+  for (int i0 = 0; i0 < items; i0 += D) {
+#pragma unroll
+    for (int k = 0; k < D; k++) {
+      const int i = i0 + k;
+      if (i >= items) break;
+      const uint4 v = w[k];
+      if (i + D < items) w[k] = ld(i + D);
+      acc = dot(v, i, acc);
+      if (((i + 1) & sm) == 0) {  // the row is done
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
+        row(i >> lg, acc);
+        acc = 0.0f;
+      }
+    }
+  }
+}
 
 // Median microseconds of issue() over reps runs, timed by events on st.
 static double events_us(cudaStream_t st, int reps, const std::function<void()> &issue) {

@@ -572,41 +572,18 @@ static __device__ __forceinline__ void chain_enter(const chain_args &a, float *x
   for (int i = threadIdx.x; i < a.n; i += blockDim.x) xs[i] = __ldcg(a.y[p] + i);
   __syncthreads();
 }
-// A warp's stream of items (each 16 bytes a lane; the first D already in w,
-// ld(i) loads item i), loads of item i + D issued before item i is summed
-// against xs at 256 (i & (2^lg - 1)) + 8 lane; each run of 2^lg items is a
-// row, its sum handed to row(i >> lg, sum) on every lane.
-template <int D, class LD, class ROW>
-static __device__ __forceinline__ void stream_rows(const float *xs, int items, int lg,
-                                                   uint4 (&w)[D], LD ld, ROW row) {
-  const int lane = threadIdx.x & 31, sm = (1 << lg) - 1;
-  float acc = 0.0f;
-  for (int i0 = 0; i0 < items; i0 += D) {
-#pragma unroll
-    for (int k = 0; k < D; k++) {
-      const int i = i0 + k;
-      if (i >= items) break;
-      const uint4 v = w[k];
-      if (i + D < items) w[k] = ld(i + D);
-      acc = chain_dot8(v, xs, 256 * (i & sm) + 8 * lane, acc);
-      if (((i + 1) & sm) == 0) {  // the row is done
-#pragma unroll
-        for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
-        row(i >> lg, acc);
-        acc = 0.0f;
-      }
-    }
-  }
-}
 // A warp's rows from r0 (items of them), each row's sum into y.
 template <int D>
 static __device__ __forceinline__ void chain_stream(const __half *W, const float *xs, float *y,
                                                     int n, int ls, int r0, int items,
                                                     uint4 (&w)[D]) {
-  stream_rows<D>(xs, items, ls, w, [&](int i) { return chain_ld(W, n, ls, r0, i); },
-                 [&](int r, float acc) {
-                   if ((threadIdx.x & 31) == 0) y[r0 + r] = acc;
-                 });
+  const int lane = threadIdx.x & 31, sm = (1 << ls) - 1;
+  stream_rows<D>(
+      items, ls, w, [&](int i) { return chain_ld(W, n, ls, r0, i); },
+      [&](const uint4 &v, int i, float acc) { return chain_dot8(v, xs, 256 * (i & sm) + 8 * lane, acc); },
+      [&](int r, float acc) {
+        if (lane == 0) y[r0 + r] = acc;
+      });
 }
 // Rows [r0, r1) from shared memory (lw: rows from R0), one warp's, in
 // chain_stream's order of sums.
@@ -923,7 +900,11 @@ __global__ void __launch_bounds__(1024, 1) k_flow(flow_args f, int q0, int nq, i
     for (int i = threadIdx.x; i < n; i += blockDim.x) xs[i] = __ldcg(a.y[p] + i);
     __syncthreads();
     float *yp = a.y[p + 1];
-    stream_rows<D>(xs, items, ls, w, [&](int i) { return chain_ld(W, n, ls, r0, i); },
+    const int sm = (1 << ls) - 1;
+    stream_rows<D>(items, ls, w, [&](int i) { return chain_ld(W, n, ls, r0, i); },
+                   [&](const uint4 &v, int i, float acc) {
+                     return chain_dot8(v, xs, 256 * (i & sm) + 8 * lane, acc);
+                   },
                    [&](int r, float acc) {
                      if (lane == 0) {
                        yp[r0 + r] = acc;
@@ -953,9 +934,14 @@ __global__ void __launch_bounds__(1024, 1) k_flow(flow_args f, int q0, int nq, i
       for (int k = 0; k < 2 * IPR; k++)
         ((float4 *)xw)[64 * (k >> 1) + 2 * lane + (k & 1)] =
             __ldcg((const float4 *)(x + c * FC + 256 * (k >> 1) + 8 * lane) + (k & 1));
-      stream_rows<D>(xw, its, LG, w, ldc, [&](int r, float acc) {
-        if (lane == 0) f.part[(size_t)c * n + q0 + r] = acc;
-      });
+      stream_rows<D>(
+          its, LG, w, ldc,
+          [&](const uint4 &v, int i, float acc) {
+            return chain_dot8(v, xw, 256 * (i & (IPR - 1)) + 8 * lane, acc);
+          },
+          [&](int r, float acc) {
+            if (lane == 0) f.part[(size_t)c * n + q0 + r] = acc;
+          });
       unsigned old = 0;
       if (lane == 0) {
         __threadfence();

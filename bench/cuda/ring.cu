@@ -302,23 +302,12 @@ __global__ void __launch_bounds__(1024, 1) k_regs(ring_args a, int p0, int np, i
     }
     stage_x<2>(xs, a.y[p], n, blockDim.x);
     __syncthreads();
-    float acc = 0.0f;
-    for (int i0 = 0; i0 < items; i0 += D) {
-#pragma unroll
-      for (int k = 0; k < D; k++) {
-        const int i = i0 + k;
-        if (i >= items) break;
-        const uint4 v = w[k];
-        if (i + D < items) w[k] = ld(i + D);
-        acc = dot8(v, xs, 256 * (i & sm1) + 8 * lane, acc);
-        if (((i + 1) & sm1) == 0) {
-#pragma unroll
-          for (int m = 16; m > 0; m >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, m);
-          if (lane == 0) a.y[p + 1][r0 + (i >> ls)] = acc;
-          acc = 0.0f;
-        }
-      }
-    }
+    stream_rows<D>(
+        items, ls, w, ld,
+        [&](const uint4 &v, int i, float acc) { return dot8(v, xs, 256 * (i & sm1) + 8 * lane, acc); },
+        [&](int r, float acc) {
+          if (lane == 0) a.y[p + 1][r0 + r] = acc;
+        });
     __syncthreads();
   }
 }
