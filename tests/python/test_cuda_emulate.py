@@ -6,7 +6,7 @@ formula) within the kernel test's bound, and plants mistakes that must fail
 that bound; it exits non-zero otherwise (mmq_emulate.py: the fused batch
 kernel's Q4_K and Q6_K formats; mvr_kx_emulate.py: the Q2_K, Q3_K, IQ4_XS and
 IQ4_NL register formats on 16-bit x; mvt_emulate.py: the tensor-core batch
-kernel's Q4_K and Q5_K format, its mma fragments written out). mvr_split_emulate.py does the same for
+kernel's five formats, its mma fragments written out). mvr_split_emulate.py does the same for
 the register kernel's split grid: every item of every row counted once. They check the formats' design, not
 the compiled kernels (the device runs of bench/cuda/session.sh do that), and
 run here so they keep working as the formats change.
