@@ -19,16 +19,7 @@
 #include "quant/quant.h"
 #include "quant/types.h"
 
-static int g_fail;
-#define CHECK(c, ...)                                       \
-  do {                                                      \
-    if (!(c)) {                                             \
-      g_fail++;                                             \
-      fprintf(stderr, "%s:%d: FAIL: ", __FILE__, __LINE__); \
-      fprintf(stderr, __VA_ARGS__);                         \
-      fprintf(stderr, "\n");                                \
-    }                                                       \
-  } while (0)
+#include "test_util.h"
 
 enum { D = 64, H = 4, KVH = 2, HD = 16, F = 96, V = 100, BS = 4, NB = 16 };
 
@@ -139,7 +130,7 @@ static char *write_tiny(const tiny_spec *s) {
   close(fd);
   wk_error err = {{0}};
   int rc = gguf_writer_write(b.w, path, &err);
-  CHECK(rc == WICK_OK, "write %s: %s", path, err.msg);
+  CHECKF(rc == WICK_OK, "write %s: %s", path, err.msg);
   gguf_writer_free(b.w);
   for (int i = 0; i < b.n; i++) wk_free(b.bufs[i]);
   return path;
@@ -181,7 +172,7 @@ static void run_chunks(runner *r, const int32_t *ids, int n, int chunk, const in
     wk_batch b = {ids + i, k, &s, 1, at, k};
     wk_error err = {{0}};
     int rc = r->be->forward(r->be, &b, out + (size_t)i * V, &err);
-    CHECK(rc == WICK_OK, "forward: %s", err.msg);
+    CHECKF(rc == WICK_OK, "forward: %s", err.msg);
   }
 }
 
@@ -199,7 +190,7 @@ static double max_diff(const float *a, const float *b, size_t n, double *scale) 
 static void expect_close(const char *what, const char *arch, const float *got, const float *want,
                          size_t n, double tol) {
   double scale, d = max_diff(got, want, n, &scale);
-  CHECK(d <= tol * (1 + scale), "%s %s: max diff %.3g (scale %.3g)", arch, what, d, scale);
+  CHECKF(d <= tol * (1 + scale), "%s %s: max diff %.3g (scale %.3g)", arch, what, d, scale);
 }
 
 static void test_model(const tiny_spec *s, const char *path, int exact) {
@@ -218,14 +209,14 @@ static void test_model(const tiny_spec *s, const char *path, int exact) {
   runner r;
   wk_error err = {{0}};
   int rc = runner_open(&r, path, s->threads ? s->threads : 1, 32, exact, &err);
-  CHECK(rc == WICK_OK, "%s: %s", s->arch, err.msg);
+  CHECKF(rc == WICK_OK, "%s: %s", s->arch, err.msg);
   if (rc) goto done;
   float full[N * V], part[N * V];
   for (int i = 0; i < N * V; i++) full[i] = NAN;
   run_chunks(&r, ids, N, N, blocks, full);
   double scale;
   max_diff(full, full, N * V, &scale);
-  CHECK(scale > 0.1 && isfinite(scale), "%s: logits scale %g", s->arch, scale);
+  CHECKF(scale > 0.1 && isfinite(scale), "%s: logits scale %g", s->arch, scale);
   const int chunks[] = {1, 3};
   for (int c = 0; c < 2; c++) {
     for (int i = 0; i < N * V; i++) part[i] = NAN;
@@ -254,7 +245,7 @@ static void test_model(const tiny_spec *s, const char *path, int exact) {
     wk_batch b = {toks, na + nb, seqs, 2, at, na + nb};
     float lg[(NA + NBQ) * V];
     rc = r.be->forward(r.be, &b, lg, &err);
-    CHECK(rc == WICK_OK, "%s two sequences: %s", s->arch, err.msg);
+    CHECKF(rc == WICK_OK, "%s two sequences: %s", s->arch, err.msg);
     memcpy(both + (size_t)b0 * V, lg, (size_t)nb * V * 4);
     memcpy(both + (size_t)(NBQ + a0) * V, lg + (size_t)nb * V, (size_t)na * V * 4);
   }
@@ -264,7 +255,7 @@ static void test_model(const tiny_spec *s, const char *path, int exact) {
   // Copy A's blocks (positions 0..8 in ba[0..3)) and continue from both tables.
   const int32_t src[3] = {3, 0, 7}, dst[3] = {2, 4, 6};
   rc = r.be->kv_copy_blocks(r.be, src, dst, 3, &err);
-  CHECK(rc == WICK_OK, "%s kv_copy_blocks: %s", s->arch, err.msg);
+  CHECKF(rc == WICK_OK, "%s kv_copy_blocks: %s", s->arch, err.msg);
   const int32_t bc[4] = {2, 4, 6, 13}, next = 55;
   float l1[V], l2[V], ref[(NA + 1) * V];
   int32_t ext[NA + 1];
@@ -272,8 +263,8 @@ static void test_model(const tiny_spec *s, const char *path, int exact) {
   ext[NA] = next;
   wk_seq s1 = {ba, 4, NA, 1, 0}, s2 = {bc, 4, NA, 1, 0};
   wk_batch b1 = {&next, 1, &s1, 1, at, 1}, b2 = {&next, 1, &s2, 1, at, 1};
-  CHECK(r.be->forward(r.be, &b2, l2, &err) == WICK_OK, "%s: %s", s->arch, err.msg);
-  CHECK(r.be->forward(r.be, &b1, l1, &err) == WICK_OK, "%s: %s", s->arch, err.msg);
+  CHECKF(r.be->forward(r.be, &b2, l2, &err) == WICK_OK, "%s: %s", s->arch, err.msg);
+  CHECKF(r.be->forward(r.be, &b1, l1, &err) == WICK_OK, "%s: %s", s->arch, err.msg);
   run_chunks(&r, ext, NA + 1, NA + 1, blocks, ref);
   expect_close("copied blocks", s->arch, l2, l1, V, tol);
   expect_close("continued sequence", s->arch, l1, ref + NA * V, V, tol);
@@ -281,12 +272,12 @@ static void test_model(const tiny_spec *s, const char *path, int exact) {
   // Bad batches are refused with a message.
   wk_seq bad = {ba, 1, 3, 2, 0};  // needs 2 blocks, table has 1
   wk_batch bb1 = {ids, 2, &bad, 1, at, 2};
-  CHECK(r.be->forward(r.be, &bb1, l1, &err) == WICK_ERR_RANGE && strstr(err.msg, "blocks"),
+  CHECKF(r.be->forward(r.be, &bb1, l1, &err) == WICK_ERR_RANGE && strstr(err.msg, "blocks"),
         "short block table: %s", err.msg);
   int32_t badtok = V;
   wk_seq one = {ba, 4, 0, 1, 0};
   wk_batch bb2 = {&badtok, 1, &one, 1, at, 1};
-  CHECK(r.be->forward(r.be, &bb2, l1, &err) == WICK_ERR_INVALID, "token out of range");
+  CHECKF(r.be->forward(r.be, &bb2, l1, &err) == WICK_ERR_INVALID, "token out of range");
 done:
   runner_close(&r);
 }
@@ -306,7 +297,7 @@ static void test_fast_vs_exact(const tiny_spec *s, const char *path) {
     runner r;
     wk_error err = {{0}};
     int rc = runner_open(&r, path, s->threads ? s->threads : 1, 32, exact, &err);
-    CHECK(rc == WICK_OK, "%s: %s", s->arch, err.msg);
+    CHECKF(rc == WICK_OK, "%s: %s", s->arch, err.msg);
     if (!rc) run_chunks(&r, ids, N, 10, blocks, lg[exact]);
     runner_close(&r);
     if (rc) return;
@@ -330,11 +321,11 @@ static void test_fast_vs_exact(const tiny_spec *s, const char *path) {
     }
     double cos = fe / sqrt(ff * ee);
     if (!(cos >= worst)) worst = cos;
-    CHECK(tf == te || e[te] - e[te2] < 0.02 * (hi - lo),
+    CHECKF(tf == te || e[te] - e[te2] < 0.02 * (hi - lo),
           "%s fast vs exact position %d: top-1 %d vs %d, exact gap %.4g of range %.4g", s->arch,
           p, tf, te, e[te] - e[te2], hi - lo);
   }
-  CHECK(worst >= 0.999, "%s fast vs exact: min cosine %.6f", s->arch, worst);
+  CHECKF(worst >= 0.999, "%s fast vs exact: min cosine %.6f", s->arch, worst);
 }
 
 static void expect_load_error(const tiny_spec *s, const char *want) {
@@ -342,7 +333,7 @@ static void expect_load_error(const tiny_spec *s, const char *want) {
   runner r;
   wk_error err = {{0}};
   int rc = runner_open(&r, path, 1, 4, 1, &err);
-  CHECK(rc != WICK_OK && strstr(err.msg, want), "expected error containing \"%s\", got %d \"%s\"",
+  CHECKF(rc != WICK_OK && strstr(err.msg, want), "expected error containing \"%s\", got %d \"%s\"",
         want, rc, err.msg);
   runner_close(&r);
   unlink(path);
@@ -381,8 +372,8 @@ int main(void) {
   s.arch = "qwen2";  // qwen2 needs biases
   expect_load_error(&s, "missing tensor 'blk.0.attn_q.bias'");
 
-  if (g_fail) {
-    fprintf(stderr, "test_cpu_model: %d failures\n", g_fail);
+  if (g_failures) {
+    fprintf(stderr, "test_cpu_model: %d failures\n", g_failures);
     return 1;
   }
   printf("test_cpu_model: ok\n");

@@ -16,16 +16,7 @@
 #include "quant/quant.h"
 #include "quant/types.h"
 
-static int g_fail;
-#define CHECK(c, ...)                                          \
-  do {                                                         \
-    if (!(c)) {                                                \
-      g_fail++;                                                \
-      fprintf(stderr, "%s:%d: FAIL: ", __FILE__, __LINE__);    \
-      fprintf(stderr, __VA_ARGS__);                            \
-      fprintf(stderr, "\n");                                   \
-    }                                                          \
-  } while (0)
+#include "test_util.h"
 
 static uint64_t g_rng = 0x9e3779b97f4a7c15ull;
 static float frand(void) {  // uniform in [-1, 1)
@@ -49,7 +40,7 @@ static int close_all(const char *what, const float *got, const double *want, siz
                      double tol) {
   for (size_t i = 0; i < n; i++)
     if (!(fabs(got[i] - want[i]) <= tol * (1 + fabs(want[i])))) {
-      CHECK(0, "%s[%zu] = %.9g, expected %.9g", what, i, got[i], want[i]);
+      CHECKF(0, "%s[%zu] = %.9g, expected %.9g", what, i, got[i], want[i]);
       return 0;
     }
   return 1;
@@ -268,7 +259,7 @@ static void attention_case(wk_pool *pool, const att_case *tc, bool avx2, bool f1
     char name[96];
     snprintf(name, sizeof name, "attention hd %d g %d v%d %s%s t%d", HD, NH / NKV, v,
              avx2 ? "avx2" : "base", f16 ? (avx512 ? " f16 avx512" : " f16") : "", nth);
-    CHECK(!memcmp(again, out, (size_t)T * NH * HD * sizeof *out), "%s: two runs differ", name);
+    CHECKF(!memcmp(again, out, (size_t)T * NH * HD * sizeof *out), "%s: two runs differ", name);
     // f32 scores carry ~1e-7 of their size; v3's reach ~40, so its weights ~1e-5.
     close_all(name, out, want, (size_t)T * NH * HD, v == 3 ? 1e-5 : 2e-6);
   }
@@ -340,7 +331,7 @@ static void test_matmul(wk_pool *pool) {
       ok = wk_quantize_row(type, wf + (size_t)r * K, wq + row * r, K) == WICK_OK &&
            wk_dequantize_row(type, wq + row * r, wd + (size_t)r * K, K) == WICK_OK;
     }
-    CHECK(ok, "quantize/dequantize type %s", wk_type_get(type)->name);
+    CHECKF(ok, "quantize/dequantize type %s", wk_type_get(type)->name);
     wk_tensor w = {"w", wq, type, 2, {K, N, 1, 1}, row * N};
     for (int ni = 0; ni < 2; ni++) {
       int T = tokens[ni];
@@ -355,7 +346,7 @@ static void test_matmul(wk_pool *pool) {
           }
           double got = y[(size_t)t * N + r];
           if (!(fabs(got - d) <= 1e-6 * mag + 1e-30)) {
-            CHECK(0, "matmul %s T=%d y[%d][%d] = %.9g, expected %.9g", wk_type_get(type)->name,
+            CHECKF(0, "matmul %s T=%d y[%d][%d] = %.9g, expected %.9g", wk_type_get(type)->name,
                   T, t, r, got, d);
             t = T;
             break;
@@ -368,7 +359,7 @@ static void test_matmul(wk_pool *pool) {
   fill(a, 13, 1), fill(b, 13, 1);
   double d = 0;
   for (int i = 0; i < 13; i++) d += (double)a[i] * b[i];
-  CHECK(fabs(cpu_dot(a, b, 13) - d) < 1e-6, "cpu_dot tail");
+  CHECKF(fabs(cpu_dot(a, b, 13) - d) < 1e-6, "cpu_dot tail");
   wk_free(wf), wk_free(wd), wk_free(x), wk_free(y), wk_free(scratch);
 }
 
@@ -414,7 +405,7 @@ static void test_mm_fast(wk_pool *pool) {
       wk_free(wf);
       w[i] = (wk_tensor){"w", wq, type, 2, {K, n, 1, 1}, row * n};
       cpu_mm_plan(&mm[i], &w[i], false);
-      CHECK(mm[i].fast, "type %s has no kernel", wk_type_get(type)->name);
+      CHECKF(mm[i].fast, "type %s has no kernel", wk_type_get(type)->name);
       cpu_act_reserve(&act, &mm[i], TMAX);
       uint64_t packed = 0;  // 16-row groups where this CPU packs the type (rows 19, 77: a tail)
       const size_t pb = cpu_mm_pack_size(&mm[i], false);
@@ -457,14 +448,14 @@ static void test_mm_fast(wk_pool *pool) {
             double got = y[i][(size_t)t * rows[i] + r];
             e2 += (got - d) * (got - d), b2 += tol * tol;
             if (!(fabs(got - d) <= tol)) {
-              CHECK(0, "fast matmul %s T=%d y[%d][%d] = %.7g, expected %.7g (tol %.3g)",
+              CHECKF(0, "fast matmul %s T=%d y[%d][%d] = %.7g, expected %.7g (tol %.3g)",
                     wk_type_get(type)->name, T, t, r, got, d, tol);
               bad = 1;
             }
           }
         // Rounding noise, not the worst case: its rms is ~0.04 of the bound's.
         const double rms_max = f32 ? 0.01 : 0.08;
-        CHECK(bad || sqrt(e2 / b2) <= rms_max, "fast matmul %s T=%d: rms error %.3g of the bound",
+        CHECKF(bad || sqrt(e2 / b2) <= rms_max, "fast matmul %s T=%d: rms error %.3g of the bound",
               wk_type_get(type)->name, T, sqrt(e2 / b2));
       }
     }
@@ -504,8 +495,8 @@ static void test_fused(wk_pool *pool) {
   cpu_rmsnorm(add2, add2, aw, T, D, 1e-6f);
   cpu_add(x2, add2, T * D);
   cpu_rmsnorm(out, x2, w, T, D, 1e-6f);
-  CHECK(!memcmp(x, x2, sizeof x) && !memcmp(add, out, sizeof out), "resid_norm differs");
-  CHECK(act.ready == cpu_mm_need(&mm) && act.x == add, "resid_norm: act not ready");
+  CHECKF(!memcmp(x, x2, sizeof x) && !memcmp(add, out, sizeof out), "resid_norm differs");
+  CHECKF(act.ready == cpu_mm_need(&mm) && act.x == add, "resid_norm: act not ready");
   if (mm.fast) {  // the converted activations (no fast kernels below AVX2: none made)
     const int f = mm.kr.act;
     const size_t qrow = cpu_act_row_size(f, D);
@@ -515,7 +506,7 @@ static void test_fused(wk_pool *pool) {
       mm.kr.quantize_act(out + t * D, want, D);
       same &= !memcmp(want, act.buf[f] + t * qrow, qrow);
     }
-    CHECK(same, "resid_norm: converted rows differ");
+    CHECKF(same, "resid_norm: converted rows differ");
     wk_free(want);
   } else {
     printf("skipped: resid_norm's converted rows: no fast kernels at level %s\n",
@@ -529,7 +520,7 @@ static void test_fused(wk_pool *pool) {
   cpu_geglu_tanh(g2, u, T * F);
   double gmax = 0;
   for (int i = 0; i < T * F; i++) gmax = fmax(gmax, fabs(g[i] - g2[i]) / (1 + fabs(g2[i])));
-  CHECK(gmax < 1e-6 && act.x == g && act.ready == cpu_mm_need(&mm2), "glu differs: %g", gmax);
+  CHECKF(gmax < 1e-6 && act.x == g && act.ready == cpu_mm_need(&mm2), "glu differs: %g", gmax);
   cpu_act_free(&act);
 
   static float q[T * NH * HD], k[T * NKV * HD], v[T * NKV * HD], q2[T * NH * HD],
@@ -555,7 +546,7 @@ static void test_fused(wk_pool *pool) {
   cpu_add_bias(v2, bv, T, NKV * HD);
   cpu_rmsnorm(q2, q2, qn, T * NH, HD, 1e-6f), cpu_rmsnorm(k2, k2, kn, T * NKV, HD, 1e-6f);
   cpu_rope_apply(&p.rope, q2, NH, k2, NKV, T, tok_pos);
-  CHECK(!memcmp(q, q2, sizeof q) && !memcmp(k, k2, sizeof k), "qkv_post: q or k differs");
+  CHECKF(!memcmp(q, q2, sizeof q) && !memcmp(k, k2, sizeof k), "qkv_post: q or k differs");
   int stored = 1;  // at [block][kv head][row of the block][HD] (cpu_ctx.h)
   for (int t = 0; t < T; t++)
     for (int h = 0; h < NKV; h++) {
@@ -564,9 +555,9 @@ static void test_fused(wk_pool *pool) {
       stored &= !memcmp(kc + at, k2 + (t * NKV + h) * HD, HD * sizeof(float));
       stored &= !memcmp(vc + at, v2 + (t * NKV + h) * HD, HD * sizeof(float));
     }
-  CHECK(stored, "qkv_post: cache rows differ");
+  CHECKF(stored, "qkv_post: cache rows differ");
   for (int h = 0; h < NKV; h++)  // each head's row of position 0 (not in the batch)
-    CHECK(isnan(kc[((size_t)blocks[0] * NKV + h) * BS * HD]), "qkv_post wrote position 0");
+    CHECKF(isnan(kc[((size_t)blocks[0] * NKV + h) * BS * HD]), "qkv_post wrote position 0");
 }
 
 // The fast dequantizers must equal the reference bit for bit.
@@ -583,9 +574,9 @@ static void test_dequant(void) {
     WK_ASSERT(wk_quantize_row(type, x, q, K) == WICK_OK);
     poison(a, K), poison(b, K);
     int rc1 = wk_dequantize_row(type, q, a, K), rc2 = cpu_dequant_row(type, q, b, K);
-    CHECK(rc1 == WICK_OK && rc2 == WICK_OK, "dequant %s: %d %d", wk_type_get(type)->name, rc1,
+    CHECKF(rc1 == WICK_OK && rc2 == WICK_OK, "dequant %s: %d %d", wk_type_get(type)->name, rc1,
           rc2);
-    CHECK(!memcmp(a, b, K * sizeof(float)), "dequant %s differs from the reference",
+    CHECKF(!memcmp(a, b, K * sizeof(float)), "dequant %s differs from the reference",
           wk_type_get(type)->name);
     wk_free(q);
   }
@@ -616,8 +607,8 @@ int main(void) {
   test_fused(pool);
   test_fused(NULL);
   wk_pool_destroy(pool);
-  if (g_fail) {
-    fprintf(stderr, "test_cpu_ops: %d failures\n", g_fail);
+  if (g_failures) {
+    fprintf(stderr, "test_cpu_ops: %d failures\n", g_failures);
     return 1;
   }
   printf("test_cpu_ops: ok\n");

@@ -11,14 +11,7 @@
 #include "base/alloc.h"
 #include "wick.h"
 
-static int g_fail;
-#define CHECK(c)                                                        \
-  do {                                                                  \
-    if (!(c)) {                                                         \
-      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #c); \
-      g_fail = 1;                                                       \
-    }                                                                   \
-  } while (0)
+#include "test_util.h"
 
 #define MODEL "tests/fixtures/models/tiny_llama.gguf"
 enum { N = 40 };
@@ -250,7 +243,7 @@ int main(void) {
   test_generate(m);
   test_alloc_failures(m);
   wick_model_free(m);
-  if (g_fail) return 1;
+  if (g_failures) return 1;
   printf("test_engine_api: ok\n");
   return 0;
 }

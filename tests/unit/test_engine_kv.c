@@ -5,14 +5,7 @@
 
 #include "engine/kv.h"
 
-static int g_fail;
-#define CHECK(c)                                                        \
-  do {                                                                  \
-    if (!(c)) {                                                         \
-      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #c); \
-      g_fail = 1;                                                       \
-    }                                                                   \
-  } while (0)
+#include "test_util.h"
 
 static void test_blocks(void) {
   kv_pool *p = NULL;
@@ -81,7 +74,7 @@ static void test_seqs(void) {
 int main(void) {
   test_blocks();
   test_seqs();
-  if (g_fail) return 1;
+  if (g_failures) return 1;
   printf("test_engine_kv: ok\n");
   return 0;
 }

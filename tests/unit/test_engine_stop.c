@@ -5,14 +5,7 @@
 
 #include "engine/stop.h"
 
-static int g_fail;
-#define CHECK(c)                                                        \
-  do {                                                                  \
-    if (!(c)) {                                                         \
-      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #c); \
-      g_fail = 1;                                                       \
-    }                                                                   \
-  } while (0)
+#include "test_util.h"
 
 // Pushes pieces; returns the released text and whether a stop string was hit.
 static int run(const char *const *stops, int n_stops, const char *const *pieces, int n,
@@ -77,7 +70,7 @@ int main(void) {
     CHECK(stop_push(&b, "D", 1, &o, &ol) == 1 && ol == 0);
     stop_free(&b);
   }
-  if (g_fail) return 1;
+  if (g_failures) return 1;
   printf("test_engine_stop: ok\n");
   return 0;
 }

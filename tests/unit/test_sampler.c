@@ -6,14 +6,7 @@
 
 #include "engine/sampler.h"
 
-static int g_fail;
-#define CHECK(c)                                                        \
-  do {                                                                  \
-    if (!(c)) {                                                         \
-      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #c); \
-      g_fail = 1;                                                       \
-    }                                                                   \
-  } while (0)
+#include "test_util.h"
 #define NEAR(a, b, tol) CHECK(fabs((double)(a) - (double)(b)) <= (tol))
 
 static sampler_params plain(float temp) {
@@ -351,7 +344,7 @@ int main(void) {
   test_penalties();
   test_top_k_large();
   test_seeds_and_frequencies();
-  if (g_fail) return 1;
+  if (g_failures) return 1;
   printf("test_sampler: ok\n");
   return 0;
 }

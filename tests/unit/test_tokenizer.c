@@ -14,15 +14,7 @@
 #include "format/gguf.h"
 #include "tokenizer/tokenizer.h"
 
-static int g_fail;  // test-file state only
-
-#define CHECK(x)                                                             \
-  do {                                                                       \
-    if (!(x)) {                                                              \
-      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #x);  \
-      g_fail++;                                                              \
-    }                                                                        \
-  } while (0)
+#include "test_util.h"
 
 #define FFFD "\xEF\xBF\xBD"
 
@@ -339,8 +331,8 @@ int main(void) {
   test_model("models/gemma3-270m-q4_k_m.gguf");
   CHECK(g_live == 0);  // everything allocated was freed
   wk_set_alloc(NULL, NULL);
-  if (g_fail) {
-    fprintf(stderr, "test_tokenizer: %d check(s) failed\n", g_fail);
+  if (g_failures) {
+    fprintf(stderr, "test_tokenizer: %d check(s) failed\n", g_failures);
     return 1;
   }
   printf("test_tokenizer: all checks passed\n");

@@ -1,4 +1,4 @@
-// Shared by the unit tests: the failure counter and CHECK, and a seeded
+// Shared by the unit tests: the failure counter, CHECK and CHECKF, and a seeded
 // PRNG (splitmix64) with uniform doubles in (0, 1), Gaussian ones, and
 // rows of Gaussian values whose spread changes every 32.
 #ifndef WICK_TEST_UTIL_H
@@ -16,6 +16,16 @@ static int g_failures;  // test-file state only; the library has none
       fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #x); \
       g_failures++;                                                         \
     }                                                                       \
+  } while (0)
+// CHECK with a printf-style message instead of the expression.
+#define CHECKF(x, ...)                                      \
+  do {                                                      \
+    if (!(x)) {                                             \
+      fprintf(stderr, "%s:%d: FAIL: ", __FILE__, __LINE__); \
+      fprintf(stderr, __VA_ARGS__);                         \
+      fprintf(stderr, "\n");                                \
+      g_failures++;                                         \
+    }                                                       \
   } while (0)
 
 static inline uint64_t rng_next(uint64_t *s) {  // splitmix64
