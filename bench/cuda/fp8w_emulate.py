@@ -7,16 +7,13 @@
 # the wrong block shows. Planted mistakes must fail the kernel test's 2e-3
 # of sum |w x| on some row; the emulation itself must stay under 4e-4.
 #   .venv/bin/python bench/cuda/fp8w_emulate.py
-import struct, sys
+import os, struct, sys
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from mvr_emulate import e4m3
+
 TOL, EMU_MAX = 2e-3, 4e-4
-
-
-def e4m3(v):
-    s = -1.0 if v & 0x80 else 1.0
-    e, m = (v >> 3) & 15, v & 7
-    return s * (m / 8 * 2.0**-6 if e == 0 else (1 + m / 8) * 2.0**(e - 7))
 
 
 E4 = [e4m3(v) for v in range(256)]

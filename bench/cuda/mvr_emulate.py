@@ -5,8 +5,9 @@
 # load/compute cursors over units and the register ring. Checked against the
 # gguf package's dequantizer within the 16-bit rounding bound; the wide
 # K-quant formats of mvr_w4.cuh too, with their shared-memory bank pattern
-# and planted mistakes that must fail, and the 32-value block formats of
-# mvr_q4.cuh with theirs (mvr_kx_emulate.py: mvr_kx.cuh's formats).
+# and planted mistakes that must fail, the 32-value block formats of
+# mvr_q4.cuh with theirs, and FP8 on f32 x (mvr_kx_emulate.py: mvr_kx.cuh's
+# formats).
 import struct, sys
 import numpy as np
 from gguf import GGMLQuantizationType as Q
@@ -267,6 +268,60 @@ class W4:
             if self.bug == 'no_swap': lo, hi = ia, ib
         return kq_sum(w['h'], p, lo, hi, dict(da=x['da'], db=x['db'], sa=x['sa'], sb=x['sb']))
 
+# FP8 E4M3 / E5M2 (mvr.cuh's mvr_fp8: f32 x, blocks of an f32 scale and 128
+# codes): lane j of 8 takes code words j, j + 8, j + 16, j + 24 and x's
+# float4s of the same index, two f32 accumulators (even and odd values).
+def e4m3(v):
+    e, m = (v >> 3) & 15, v & 7
+    return (-1.0 if v & 0x80 else 1.0) * (m / 8 * 2.0**-6 if e == 0 else (1 + m / 8) * 2.0**(e - 7))
+def e5m2(v): return half(v << 8)  # the top byte of a half
+FP8_DEC = {False: [e4m3(v) for v in range(256)], True: [e5m2(v) for v in range(256)]}
+
+def fma32(a, b, c): return f32(np.float64(a) * np.float64(b) + np.float64(c))  # fmaf
+
+class FP8:
+    LPB, BYTES, BLOCK = 8, 132, 128
+    def __init__(self, e5, bug=None): self.e5, self.bug = e5, bug
+    def load(self, m, blk, j):
+        k = (lambda i: 4 * (4 * j + i)) if self.bug == 'words' else (lambda i: 4 * j + 32 * i)
+        return dict(d=m.rd(blk, 4), q=[m.rd(blk + 4 + k(i), 4) for i in range(4)])
+    def load_x(self, x, xm, b, j, ok):
+        return dict(v=[x[128*b + 4*(j + 8*i): 128*b + 4*(j + 8*i) + 4] for i in range(4)], ok=ok)
+    def dot(self, w, x, j):
+        dec = FP8_DEC[not self.e5 if self.bug == 'decoder' else self.e5]
+        a0 = a1 = f32(0)
+        for i in range(4):
+            f = [f32(dec[(w['q'][i] >> (8*k)) & 255]) for k in range(4)]
+            v = x['v'][i]
+            a0 = fma32(f[0], v[0], a0); a1 = fma32(f[1], v[1], a1)
+            a0 = fma32(f[2], v[2], a0); a1 = fma32(f[3], v[3], a1)
+        return f32(f32(u2f(w['d'])) * f32(a0 + a1)) if x['ok'] or self.bug == 'past_end' else f32(0)
+
+def fp8_check(F, cols, rows, rng):
+    # Rows of random codes (no NaN codes) and scales of magnitudes 1, 10, 100
+    # by block, against the f64 product of the decoded blocks; error as a share
+    # of 1e-5 sum |w x| (f32 sums).
+    dec = FP8_DEC[F.e5]
+    bpr = cols // 128; rb = 132 * bpr
+    mem = bytearray(256); deq = np.zeros((rows, cols))
+    for r in range(rows):
+        for b in range(bpr):
+            sc = np.float32(0.01 * (0.5 + rng.random()) * 10.0**(b % 3))
+            codes = [c for c in rng.integers(0, 256, 200).tolist()
+                     if (c & 0x7f) != 0x7f and (not F.e5 or (c & 0x7c) != 0x7c)][:128]
+            mem += struct.pack('<f', sc) + bytes(codes)
+            deq[r, 128*b:128*b + 128] = float(sc) * np.array([dec[c] for c in codes])
+    mem += bytearray(16)
+    m = Mem(mem, 256, 256 + rows * rb + 16)
+    x = (rng.standard_normal(cols) * rng.uniform(0.2, 5)).astype(np.float32)
+    worst = 0.0
+    for r in range(rows):
+        with np.errstate(all='ignore'):  # a planted wrong decoder meets inf and NaN codes
+            y = row_product(F, m, 256 + r * rb, bpr, x, None)
+        e = abs(y - float(deq[r] @ x.astype(np.float64))) / (1e-5 * float(abs(deq[r] * x).sum()))
+        worst = max(worst, e) if e == e else float('inf')
+    return worst
+
 # Shared-memory banks of the wide formats' x reads: a 16-byte load runs in
 # four phases of 8 lanes; a phase is conflict-free when its lanes' 16-byte
 # quads (address / 16 mod 8) differ.
@@ -443,4 +498,17 @@ if __name__ == '__main__':
                              for cols in (768, 2048) for xm in (0.0, 2.0)) > 1.0
             fails += not caught
             print(f"{name} w4 planted '{bug}': {'fails as it must' if caught else 'NOT CAUGHT'}")
+    for e5, name in ((False, "fp8_e4m3"), (True, "fp8_e5m2")):
+        for cols in (128, 640, 1280):
+            e = fp8_check(FP8(e5), cols, 3, rng)
+            ok = e <= 1.0
+            fails += not ok
+            print(f"{name} cols {cols:5d}: error {e:.3f} of 1e-5 sum |w x| {'ok' if ok else 'FAIL'}")
+        for bug in ('words', 'decoder', 'past_end'):
+            try:
+                caught = fp8_check(FP8(e5, bug), 640, 2, rng) > 1.0
+            except AssertionError:
+                caught = True
+            fails += not caught
+            print(f"{name} planted '{bug}': {'fails as it must' if caught else 'NOT CAUGHT'}")
     sys.exit(1 if fails else 0)
