@@ -461,11 +461,7 @@ struct mvr_f16 {
                                                 bool ok) {
     x.p = (const float4 *)xq + 8 * b + 2 * j, x.s = b & 1, x.ok = ok;
   }
-  // The two values of word w as floats.
-  static __device__ __forceinline__ float2 f2(uint32_t w) {
-    if constexpr (T == WK_F16) return __half22float2(*(const __half2 *)&w);
-    return make_float2(__uint_as_float(w << 16), __uint_as_float(w & 0xffff0000u));
-  }
+  static __device__ __forceinline__ float2 f2(uint32_t w) { return qtype_16<T>::pair(w); }
   static __device__ __forceinline__ float dot(const w_t &w, const x_t &x, int) {
     const float4 va = x.p[x.s], vb = x.p[1 - x.s];  // values 4s + [0, 4), 4 - 4s + [0, 4)
     const float2 a = f2(x.s ? w.q.z : w.q.x), b = f2(x.s ? w.q.w : w.q.y);

@@ -129,9 +129,14 @@ struct qtype<WK_F32> {
   }
 };
 
-template <>
-struct qtype<WK_F16> {
+// F16 and BF16: 32 two-byte values; pair(w) the two values of a word.
+template <int T>
+struct qtype_16 {
   static constexpr int BLOCK = 32, BYTES = 64;
+  static __device__ __forceinline__ float2 pair(uint32_t w) {
+    if constexpr (T == WK_F16) return __half22float2(*(const __half2 *)&w);
+    return make_float2(__uint_as_float(w << 16), __uint_as_float(w & 0xffff0000u));
+  }
   static __device__ __forceinline__ void deq(const uint8_t *b, int, float *y) {
     const uint4 *p = (const uint4 *)b;
 #pragma unroll
@@ -140,7 +145,7 @@ struct qtype<WK_F16> {
       uint32_t w[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
       for (int k = 0; k < 4; k++) {
-        float2 f = __half22float2(*(const __half2 *)&w[k]);
+        float2 f = pair(w[k]);
         y[8 * i + 2 * k] = f.x, y[8 * i + 2 * k + 1] = f.y;
       }
     }
@@ -154,46 +159,17 @@ struct qtype<WK_F16> {
       uint32_t w[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
       for (int k = 0; k < 4; k++) {
-        float2 f = __half22float2(*(const __half2 *)&w[k]);
+        float2 f = pair(w[k]);
         s = fmaf(f.x, x[8 * i + 2 * k], s), s = fmaf(f.y, x[8 * i + 2 * k + 1], s);
       }
     }
     return s;
   }
 };
-
 template <>
-struct qtype<WK_BF16> {
-  static constexpr int BLOCK = 32, BYTES = 64;
-  static __device__ __forceinline__ void deq(const uint8_t *b, int, float *y) {
-    const uint4 *p = (const uint4 *)b;
-#pragma unroll
-    for (int i = 0; i < 4; i++) {
-      uint4 v = p[i];
-      uint32_t w[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-      for (int k = 0; k < 4; k++) {
-        y[8 * i + 2 * k] = __uint_as_float(w[k] << 16);
-        y[8 * i + 2 * k + 1] = __uint_as_float(w[k] & 0xffff0000u);
-      }
-    }
-  }
-  static __device__ __forceinline__ float dot(const uint8_t *b, int, const float *x, xsum) {
-    const uint4 *p = (const uint4 *)b;
-    float s = 0.0f;
-#pragma unroll
-    for (int i = 0; i < 4; i++) {
-      uint4 v = p[i];
-      uint32_t w[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-      for (int k = 0; k < 4; k++) {
-        s = fmaf(__uint_as_float(w[k] << 16), x[8 * i + 2 * k], s);
-        s = fmaf(__uint_as_float(w[k] & 0xffff0000u), x[8 * i + 2 * k + 1], s);
-      }
-    }
-    return s;
-  }
-};
+struct qtype<WK_F16> : qtype_16<WK_F16> {};
+template <>
+struct qtype<WK_BF16> : qtype_16<WK_BF16> {};
 
 template <>
 struct qtype<WK_Q4_0> {
