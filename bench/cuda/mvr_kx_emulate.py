@@ -5,7 +5,7 @@
 # written), the IQ4 level lookup by byte permutes (quant.cuh's iq4_lut8) and
 # the dot products, checked against the gguf package's dequantizer within
 # the 16-bit rounding bound, and planted mistakes that must fail it.
-import os, struct, sys
+import os, sys
 import numpy as np
 from gguf import GGMLQuantizationType as Q
 from gguf import quants

@@ -15,7 +15,7 @@ from gguf import GGMLQuantizationType as Q
 from gguf import quants
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from mvr_emulate import (Mem, bound16, f32, funnel_r, half, ld16, ld16_a2, ldx16, random_kblocks,
+from mvr_emulate import (Mem, bound16, f32, funnel_r, half, ld16, ldx16, random_kblocks,
                          round_x, u2f)
 
 
