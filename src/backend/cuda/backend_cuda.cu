@@ -390,7 +390,6 @@ static int cuda_prepare(wk_backend *b, const wk_model *m, const wk_backend_param
   // items in flight too: the bench's `/reg 1024/1/D+pdl` rows).
   const char *f8 = getenv("WICK_CUDA_FP8W");
   s->c.mv_fp8w = !f8 ? FP8_REG : f8[0] == '1' ? FP8_W : !strcmp(f8, "v4") ? FP8_V4 : FP8_REG;
-  s->c.mv_fp8x = cu_fp8x_env();
   // WICK_CUDA_MVD=0: the int8-x types at their session-11 kernels and
   // shapes (Q4_K, Q5_K, Q8_0 on the register kernel with more items in
   // flight, the wide Q4_K format at 768 threads and 3 items; Q4_0..Q5_1 on

@@ -36,7 +36,6 @@ struct dev_bufs {
   // The stream, and cuBLAS on it (blas: the GEMM path is used).
   int init(wk_error *err, bool blas = true) {
     CK(cudaStreamCreate(&c.st));
-    c.mv_fp8x = cu_fp8x_env();  // a comparison setting the kernel tests run under too
     if (!blas) return WICK_OK;
     CK(cublasCreate(&c.blas));
     CK(cublasSetStream(c.blas, c.st));

@@ -70,7 +70,6 @@ struct cu_ctx {
                           // kernel's plain format (mvr.cuh, f32 x); FP8_V4 the v4 kernel,
                           // FP8_W (E4M3) the 16-byte-piece format (mvr_fp8w.cuh, f16 x):
                           // comparison settings
-  int mv_fp8x;            // FP8X_CVT, FP8X_HALF or FP8X_INT (mvr_fp8b.cuh)
   int mv_s11;             // 1: the int8-x types at their session-11 kernels and shapes
                           // (mvr_cfg_s11, the wide Q4_K's ALT, Q4_0..Q5_1 on mvs.cuh;
                           // WICK_CUDA_MVD=0)
@@ -125,15 +124,6 @@ struct cu_ctx {
 enum { MV_INT8 = 0, MV_F32X = 1, MV_STREAM = 2, MV_REG = 3 };
 // cu_ctx.mv_fp8w (WICK_CUDA_FP8W unset / =v4 / =1).
 enum { FP8_REG = 0, FP8_V4 = 1, FP8_W = 2 };
-// cu_ctx.mv_fp8x: how the register kernel's FP8 E4M3 format makes codes
-// into f32 (WICK_CUDA_FP8X unset / =half / =int; mvr_fp8b.cuh).
-enum { FP8X_CVT = 0, FP8X_HALF = 1, FP8X_INT = 2, FP8X_XHALF = 3, FP8X_XNONE = 4, FP8X_LD16 = 5 };
-static inline int cu_fp8x_env() {
-  const char *e = getenv("WICK_CUDA_FP8X");
-  return !e ? FP8X_CVT : !strcmp(e, "half") ? FP8X_HALF : !strcmp(e, "int") ? FP8X_INT
-         : !strcmp(e, "xhalf") ? FP8X_XHALF : !strcmp(e, "xnone") ? FP8X_XNONE
-         : !strcmp(e, "ld16") ? FP8X_LD16 : FP8X_CVT;
-}
 
 // An RMSNorm folded into a matrix-vector product's input: the kernel reads
 // each token's x as rmsnorm(x) * w (the row's scale applied to the sums).

@@ -215,25 +215,6 @@ static cudaError_t launch_mvr(const cu_ctx *c, const mv_jobs &jobs, int cols, co
       cudaError_t e = mvr_fp8w_launch<T, GLU>(js, cols, x, n, beta, act, c->pdl != 0, c->st);
       if (e != cudaErrorInvalidValue) return e;
     }
-    if (c->mv_fp8x != FP8X_CVT) {  // WICK_CUDA_FP8X=half|int: codes to f32 by integer operations
-      using C = mvr_cfg<T, GLU>;
-      cudaError_t e =
-          c->mv_fp8x == FP8X_HALF
-              ? mvr_launch_n<T, C::NT, C::RW, C::D, GLU, mvr_fp8b<T, FP8X_HALF>>(c, js, cols, x, n,
-                                                                                beta, act)
-          : c->mv_fp8x == FP8X_XHALF
-              ? mvr_launch_n<T, C::NT, C::RW, C::D, GLU, mvr_fp8b<T, FP8X_XHALF>>(c, js, cols, x,
-                                                                                 n, beta, act)
-          : c->mv_fp8x == FP8X_LD16
-              ? mvr_launch_n<T, C::NT, C::RW, C::D, GLU, mvr_fp8b<T, FP8X_LD16>>(c, js, cols, x,
-                                                                                n, beta, act)
-          : c->mv_fp8x == FP8X_XNONE
-              ? mvr_launch_n<T, C::NT, C::RW, C::D, GLU, mvr_fp8b<T, FP8X_XNONE>>(c, js, cols, x,
-                                                                                 n, beta, act)
-              : mvr_launch_n<T, C::NT, C::RW, C::D, GLU, mvr_fp8b<T, FP8X_INT>>(c, js, cols, x, n,
-                                                                               beta, act);
-      if (e != cudaErrorInvalidValue) return e;
-    }
   }
   if constexpr (T == WK_Q4_K || T == WK_Q5_K || T == WK_Q8_0) {  // WICK_CUDA_MVD=0
     if (c->mv_s11) {

@@ -525,19 +525,13 @@ static __device__ __forceinline__ float4 mvr_xnorm4(const float4 *__restrict__ x
 // weights nw unless NULL) into shared memory xs as f32. Every thread of the
 // block calls it; it ends on a barrier and returns the norm's 1 / rms of x
 // (1 without nw) to all. red: 32 floats of shared scratch.
-// mul: a power of two the copy is scaled by (the FP8 formats of
-// mvr_fp8b.cuh; exact), 1 for the others.
 static __device__ __forceinline__ float mvr_stage_x(const float *__restrict__ x, int cols,
                                                     const float *__restrict__ nw, float eps,
-                                                    float4 *xs, float *red, float mul = 1.0f) {
+                                                    float4 *xs, float *red) {
   float ss = 0.0f;
   const float4 *xp = (const float4 *)x, *np = (const float4 *)nw;
 #pragma unroll 2
-  for (int i = threadIdx.x; i < cols / 4; i += blockDim.x) {
-    float4 v = mvr_xnorm4(xp, np, i, &ss);
-    if (mul != 1.0f) v.x *= mul, v.y *= mul, v.z *= mul, v.w *= mul;
-    xs[i] = v;
-  }
+  for (int i = threadIdx.x; i < cols / 4; i += blockDim.x) xs[i] = mvr_xnorm4(xp, np, i, &ss);
   if (!nw) {
     __syncthreads();
     return 1.0f;
@@ -550,11 +544,6 @@ static __device__ __forceinline__ float mvr_stage_x(const float *__restrict__ x,
 template <class F>
 struct mvr_ximg {
   static constexpr bool value = false;
-};
-// The power of two format F's f32 x is staged times (mvr_stage_x's mul).
-template <class F>
-struct mvr_xmul {
-  static constexpr float value = 1.0f;
 };
 
 // The block stages one token's x (times the folded norm's weights nw unless
@@ -815,8 +804,7 @@ static __device__ __forceinline__ void mvr_body(const mv_jobs &js, int cols,
       const float *xt = x + (size_t)(t0 + t) * cols;
       uint8_t *xq = xq0 + t * xb;
       rs[t] = mvr_ximg<F>::value ? mvr_stage_ximg(xt, cols, js.nw, js.eps, (__half *)xq, red)
-              : F32X             ? mvr_stage_x(xt, cols, js.nw, js.eps, (float4 *)xq, red,
-                                             mvr_xmul<F>::value)
+              : F32X             ? mvr_stage_x(xt, cols, js.nw, js.eps, (float4 *)xq, red)
                                  : mvr_round_x16(xt, cols, js.nw, js.eps, xq, red);
     }
   }
@@ -1082,6 +1070,5 @@ static cudaError_t mvr_launch2(mv_jobs j1, mv_jobs j2, int cols, const float *x,
 
 #include "backend/cuda/mvr_w4.cuh"    // the wide K-quant formats
 #include "backend/cuda/mvr_fp8w.cuh"  // the FP8 format in 16-byte pieces (opt-in)
-#include "backend/cuda/mvr_fp8b.cuh"  // FP8 E4M3 without f16-to-f32 conversions (WICK_CUDA_FP8X)
 
 #endif
