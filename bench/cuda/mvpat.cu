@@ -37,8 +37,11 @@
 //           into registers (a warp on one step walking rows); xred: the same
 //           plus each row's sum over the warp (5 shuffles)
 //
+// Part 3 (session 35): the register kernel's FP8 and F16 formats in the
+// same loop, with the loads alone and the arithmetic alone (comment there).
+//
 //   nvcc -O3 -arch=sm_90 -std=c++17 -Isrc -Iinclude bench/cuda/mvpat.cu -o mvpat && ./mvpat
-//   (MVPAT_DOT=1 ./mvpat: part 2 only)
+//   (MVPAT_DOT=1 ./mvpat: part 2 only; MVPAT_FP8=1: part 3 only)
 #include "backend/cuda/internal.cuh"
 #include "backend/cuda/mvr.cuh"
 
@@ -326,6 +329,107 @@ static void dot_row(const char *name, const uint8_t *buf, uint32_t *out, double 
   row(nm, k_dot<MODE, D>, 512, smem, 1152, buf, out, bw);
 }
 
+// ---- part 3: the register kernel's f32-x formats, loop by loop (session 35) ---
+// FP8 E4M3 reads ~70% of the copy rate where F16 reads ~90% on the same
+// kernel, whatever its items in flight, load width, conversions or x reads
+// (docs/CUDA.md, sessions 12, 30, 35). Here each format's own load, load_x
+// and dot (mvr_fmt) run in k_dot's ring, a warp a contiguous share of units
+// (a unit one step: FP8 4 blocks, 528 bytes; F16 8 blocks, 512 bytes) of
+// rows of 4096 columns, x f32 in shared memory:
+//   full    the loads and the dot, as the engine's loop
+//   loads   the loads only (every word folded into a checksum)
+//   l1      the dot on two units read over and over (L1 hits): the loop's
+//           own rate with memory taken out (the MB and % are those the
+//           same number of units would be)
+// FP8 formats with one thing taken out (wrong sums; timing only): x not
+// read (a constant), or the lane's codes as one 16-byte load at the 16-byte
+// boundary at or below its place in the block, or both.
+template <bool NOX, bool LD16>
+struct fp8_cut : mvr_fmt<WK_FP8_E4M3> {
+  using B = mvr_fmt<WK_FP8_E4M3>;
+  static __device__ __forceinline__ void load(w_t &w, const uint8_t *blk, int j) {
+    if (!LD16) return B::load(w, blk, j);
+    w.d = mvr_ld4(blk);
+    const uint4 q = mvr_ld16((const uint8_t *)(((uintptr_t)blk + 4 + 16 * j) & ~(uintptr_t)15));
+    w.q[0] = q.x, w.q[1] = q.y, w.q[2] = q.z, w.q[3] = q.w;
+  }
+  static __device__ __forceinline__ float dot(const w_t &w, const x_t &x, int j) {
+    if (!NOX) return B::dot(w, x, j);
+    float a0 = 0.0f, a1 = 0.0f;
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+      float f[4];
+      mvr_fp8x4<WK_FP8_E4M3>(w.q[i], f);
+      a0 = fmaf(f[0], 0.5f, a0), a1 = fmaf(f[1], 0.25f, a1);
+      a0 = fmaf(f[2], 0.75f, a0), a1 = fmaf(f[3], 1.5f, a1);
+    }
+    return __uint_as_float(w.d) * (a0 + a1);
+  }
+};
+template <int T, class FC = void>
+struct fdot_fmt {
+  using type = FC;
+};
+template <int T>
+struct fdot_fmt<T, void> {
+  using type = mvr_fmt<T>;
+};
+
+enum { F_FULL, F_LOADS, F_L1 };
+template <int T, int MODE, int D, class FC = void>
+__global__ void __launch_bounds__(1024, 1) k_fdot(const uint8_t *p, size_t n, uint32_t *out) {
+  using F = typename fdot_fmt<T, FC>::type;
+  using W = typename F::w_t;
+  constexpr int COLS = 4096, BPS = 32 / F::LPB, BYTES = qtype<T>::BYTES;
+  constexpr int BPR = COLS / qtype<T>::BLOCK;
+  constexpr size_t UNIT = (size_t)BPS * BYTES;
+  extern __shared__ float4 fx[];  // x: COLS floats
+  for (int i = threadIdx.x; i < COLS / 4; i += blockDim.x)
+    fx[i] = make_float4(0.25f * (i & 3), -0.5f, 0.125f * (i & 7), 1.0f);
+  __syncthreads();
+  share s(n);
+  const int sub = s.lane / F::LPB, j = s.lane % F::LPB;
+  W w[D + 1];
+  float acc = 0.0f;
+  uint32_t fold = 0;
+  size_t nl = s.u0;
+  auto load = [&](W &r) {
+    const size_t u = MODE == F_L1 ? (nl & 1) : nl;
+    F::load(r, p + UNIT * u + (size_t)BYTES * sub, j);
+    nl++;
+  };
+  auto compute = [&](const W &r, size_t u) {
+    if (MODE == F_LOADS) {
+      const uint32_t *q = (const uint32_t *)&r;
+#pragma unroll
+      for (int i = 0; i < (int)(sizeof(W) / 4); i++) fold ^= q[i] * (2 * i + 1);
+      return;
+    }
+    typename F::x_t xv;
+    F::load_x(xv, (const uint8_t *)fx, COLS, (int)((u * BPS + sub) % BPR), j, true);
+    acc += F::dot(r, xv, j);
+  };
+  for (int k = 0; k < D && nl < s.u1; k++) load(w[k]);
+  for (size_t u = s.u0; u < s.u1; u += D + 1) {
+#pragma unroll
+    for (int k = 0; k <= D; k++) {
+      if (u + k >= s.u1) break;
+      if (nl < s.u1) load(w[(k + D) % (D + 1)]);
+      compute(w[k], u + k);
+    }
+  }
+  if (acc == 1234.5f || fold == 0x12345678u) out[0] = __float_as_uint(acc) ^ fold;
+}
+
+template <int T, int MODE, int D, class FC = void>
+static void fdot_row(const char *name, const uint8_t *buf, uint32_t *out, double bw) {
+  using F = typename fdot_fmt<T, FC>::type;
+  char nm[64];
+  snprintf(nm, sizeof nm, "%s D%d", name, D);
+  row(nm, k_fdot<T, MODE, D, FC>, 1024, 4096 * sizeof(float), (size_t)(32 / F::LPB) * qtype<T>::BYTES,
+      buf, out, bw);
+}
+
 int main() {
   const double bw = copy_gbps();
   printf("copy rate %.0f GB/s (read + write)\n", bw);
@@ -333,6 +437,27 @@ int main() {
   uint32_t *out;
   PCK(cudaMalloc(&buf, 1ull << 30)); PCK(cudaMalloc(&out, 64));
   PCK(cudaMemset(buf, 7, 1ull << 30));
+  if (getenv("MVPAT_FP8")) {  // part 3 only
+    for (int rep = 0; rep < 2; rep++) {
+      fdot_row<WK_FP8_E4M3, F_FULL, 1>("fp8 full", buf, out, bw);
+      fdot_row<WK_FP8_E4M3, F_FULL, 3>("fp8 full", buf, out, bw);
+      fdot_row<WK_FP8_E4M3, F_LOADS, 1>("fp8 loads", buf, out, bw);
+      fdot_row<WK_FP8_E4M3, F_LOADS, 3>("fp8 loads", buf, out, bw);
+      fdot_row<WK_FP8_E4M3, F_L1, 1>("fp8 l1", buf, out, bw);
+      fdot_row<WK_FP8_E4M3, F_FULL, 1, fp8_cut<true, false>>("fp8 nox full", buf, out, bw);
+      fdot_row<WK_FP8_E4M3, F_L1, 1, fp8_cut<true, false>>("fp8 nox l1", buf, out, bw);
+      fdot_row<WK_FP8_E4M3, F_FULL, 1, fp8_cut<false, true>>("fp8 ld16 full", buf, out, bw);
+      fdot_row<WK_FP8_E4M3, F_L1, 1, fp8_cut<false, true>>("fp8 ld16 l1", buf, out, bw);
+      fdot_row<WK_FP8_E4M3, F_FULL, 1, fp8_cut<true, true>>("fp8 nox+ld16 full", buf, out, bw);
+      fdot_row<WK_FP8_E4M3, F_L1, 1, fp8_cut<true, true>>("fp8 nox+ld16 l1", buf, out, bw);
+      fdot_row<WK_F16, F_FULL, 1>("f16 full", buf, out, bw);
+      fdot_row<WK_F16, F_FULL, 3>("f16 full", buf, out, bw);
+      fdot_row<WK_F16, F_LOADS, 1>("f16 loads", buf, out, bw);
+      fdot_row<WK_F16, F_LOADS, 3>("f16 loads", buf, out, bw);
+      fdot_row<WK_F16, F_L1, 1>("f16 l1", buf, out, bw);
+    }
+    return 0;
+  }
   for (int rep = 0; rep < (getenv("MVPAT_DOT") ? 0 : 2); rep++) {
     row("flat D4", k_flat<4>, 1024, 0, 512, buf, out, bw);
     row("flat D2", k_flat<2>, 1024, 0, 512, buf, out, bw);
