@@ -41,7 +41,8 @@
 // same loop, with the loads alone and the arithmetic alone (comment there).
 //
 //   nvcc -O3 -arch=sm_90 -std=c++17 -Isrc -Iinclude bench/cuda/mvpat.cu -o mvpat && ./mvpat
-//   (MVPAT_DOT=1 ./mvpat: part 2 only; MVPAT_FP8=1: part 3 only)
+//   (MVPAT_DOT=1 ./mvpat: part 2 only; MVPAT_FP8=1: part 3 only; =2: with the
+//   cuts at 2 and 3 items in flight)
 #include "backend/cuda/internal.cuh"
 #include "backend/cuda/mvr.cuh"
 
@@ -450,6 +451,13 @@ int main() {
       fdot_row<WK_FP8_E4M3, F_L1, 1, fp8_cut<false, true>>("fp8 ld16 l1", buf, out, bw);
       fdot_row<WK_FP8_E4M3, F_FULL, 1, fp8_cut<true, true>>("fp8 nox+ld16 full", buf, out, bw);
       fdot_row<WK_FP8_E4M3, F_L1, 1, fp8_cut<true, true>>("fp8 nox+ld16 l1", buf, out, bw);
+      if (getenv("MVPAT_FP8")[0] == '2') {  // the cuts at more items in flight (not yet run)
+        fdot_row<WK_FP8_E4M3, F_FULL, 2, fp8_cut<true, false>>("fp8 nox full", buf, out, bw);
+        fdot_row<WK_FP8_E4M3, F_FULL, 3, fp8_cut<true, false>>("fp8 nox full", buf, out, bw);
+        fdot_row<WK_FP8_E4M3, F_FULL, 2, fp8_cut<false, true>>("fp8 ld16 full", buf, out, bw);
+        fdot_row<WK_FP8_E4M3, F_FULL, 3, fp8_cut<false, true>>("fp8 ld16 full", buf, out, bw);
+        fdot_row<WK_FP8_E4M3, F_FULL, 3, fp8_cut<true, true>>("fp8 nox+ld16 full", buf, out, bw);
+      }
       fdot_row<WK_F16, F_FULL, 1>("f16 full", buf, out, bw);
       fdot_row<WK_F16, F_FULL, 3>("f16 full", buf, out, bw);
       fdot_row<WK_F16, F_LOADS, 1>("f16 loads", buf, out, bw);
