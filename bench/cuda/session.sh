@@ -9,6 +9,9 @@
 #   ceil    copy bandwidth and cuBLAS bf16 rate
 #   matvec  matrix-vector table, % of the copy bandwidth (bench_cuda matvec; MV_TYPES:
 #           type names joined by commas, default all), again under each setting in MV_AB
+#           (the /reg rows name their kernel and format: settings that only the engine's
+#           dispatch reads, launch_mvr's, do not reach them; ncu on `bench_cuda mvone TYPE 6`
+#           or the model step does)
 #   (KT_ENV: environment settings the kernel tests of `tests` run under, e.g. WICK_CUDA_ASYNC=1,
 #   or WICK_TEST_TYPES=q2_k,iq4_xs for those types only, the attention tests then skipped)
 #   sweep   the streamed kernels' block shapes (bench_cuda sweep $SWEEP; SWEEP v6 or v8)
