@@ -42,7 +42,7 @@
 //
 //   nvcc -O3 -arch=sm_90 -std=c++17 -Isrc -Iinclude bench/cuda/mvpat.cu -o mvpat && ./mvpat
 //   (MVPAT_DOT=1 ./mvpat: part 2 only; MVPAT_FP8=1: part 3 only; =2: with the
-//   cuts at 2 and 3 items in flight)
+//   cuts at 2 and 3 items in flight and the engine's per-launch work)
 #include "backend/cuda/internal.cuh"
 #include "backend/cuda/mvr.cuh"
 
@@ -376,7 +376,13 @@ struct fdot_fmt<T, void> {
   using type = mvr_fmt<T>;
 };
 
-enum { F_FULL, F_LOADS, F_L1 };
+//   engine  full, plus the engine's per-launch work around the loop: the
+//           first D items loaded, then the dependent-launch trigger and wait,
+//           x staged from global memory after the wait (a barrier), and each
+//           row's sum over the warp stored at its end (not yet run)
+enum { F_FULL, F_LOADS, F_L1, F_ENGINE };
+__device__ float g_fx[4096];       // F_ENGINE's x in global memory
+__device__ float g_fy[1 << 17];    // F_ENGINE's row sums
 template <int T, int MODE, int D, class FC = void>
 __global__ void __launch_bounds__(1024, 1) k_fdot(const uint8_t *p, size_t n, uint32_t *out) {
   using F = typename fdot_fmt<T, FC>::type;
@@ -384,10 +390,13 @@ __global__ void __launch_bounds__(1024, 1) k_fdot(const uint8_t *p, size_t n, ui
   constexpr int COLS = 4096, BPS = 32 / F::LPB, BYTES = qtype<T>::BYTES;
   constexpr int BPR = COLS / qtype<T>::BLOCK;
   constexpr size_t UNIT = (size_t)BPS * BYTES;
+  constexpr int UPR = BPR / BPS;  // units a row
   extern __shared__ float4 fx[];  // x: COLS floats
-  for (int i = threadIdx.x; i < COLS / 4; i += blockDim.x)
-    fx[i] = make_float4(0.25f * (i & 3), -0.5f, 0.125f * (i & 7), 1.0f);
-  __syncthreads();
+  if (MODE != F_ENGINE) {
+    for (int i = threadIdx.x; i < COLS / 4; i += blockDim.x)
+      fx[i] = make_float4(0.25f * (i & 3), -0.5f, 0.125f * (i & 7), 1.0f);
+    __syncthreads();
+  }
   share s(n);
   const int sub = s.lane / F::LPB, j = s.lane % F::LPB;
   W w[D + 1];
@@ -409,8 +418,20 @@ __global__ void __launch_bounds__(1024, 1) k_fdot(const uint8_t *p, size_t n, ui
     typename F::x_t xv;
     F::load_x(xv, (const uint8_t *)fx, COLS, (int)((u * BPS + sub) % BPR), j, true);
     acc += F::dot(r, xv, j);
+    if (MODE == F_ENGINE && (u + 1) % UPR == 0) {  // the row's end: its sum
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
+      if (s.lane == 0) g_fy[(u / UPR) & ((1 << 17) - 1)] = acc;
+      acc = 0.0f;
+    }
   };
   for (int k = 0; k < D && nl < s.u1; k++) load(w[k]);
+  if (MODE == F_ENGINE) {
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+    for (int i = threadIdx.x; i < COLS / 4; i += blockDim.x) fx[i] = __ldcg((const float4 *)g_fx + i);
+    __syncthreads();
+  }
   for (size_t u = s.u0; u < s.u1; u += D + 1) {
 #pragma unroll
     for (int k = 0; k <= D; k++) {
@@ -457,6 +478,9 @@ int main() {
         fdot_row<WK_FP8_E4M3, F_FULL, 2, fp8_cut<false, true>>("fp8 ld16 full", buf, out, bw);
         fdot_row<WK_FP8_E4M3, F_FULL, 3, fp8_cut<false, true>>("fp8 ld16 full", buf, out, bw);
         fdot_row<WK_FP8_E4M3, F_FULL, 3, fp8_cut<true, true>>("fp8 nox+ld16 full", buf, out, bw);
+        fdot_row<WK_FP8_E4M3, F_ENGINE, 1>("fp8 engine", buf, out, bw);
+        fdot_row<WK_FP8_E4M3, F_ENGINE, 1, fp8_cut<false, true>>("fp8 ld16 engine", buf, out, bw);
+        fdot_row<WK_F16, F_ENGINE, 3>("f16 engine", buf, out, bw);
       }
       fdot_row<WK_F16, F_FULL, 1>("f16 full", buf, out, bw);
       fdot_row<WK_F16, F_FULL, 3>("f16 full", buf, out, bw);
