@@ -334,7 +334,7 @@ static void dot_row(const char *name, const uint8_t *buf, uint32_t *out, double 
 // FP8 E4M3 reads ~70% of the copy rate where F16 reads ~90% on the same
 // kernel, whatever its items in flight, load width, conversions or x reads
 // (docs/CUDA.md, sessions 12, 30, 35). Here each format's own load, load_x
-// and dot (mvr_fmt) run in k_dot's ring, a warp a contiguous share of units
+// and dot (mvr_fmt) run in the engine's ring (mvr_ring), a warp a contiguous share of units
 // (a unit one step: FP8 4 blocks, 528 bytes; F16 8 blocks, 512 bytes) of
 // rows of 4096 columns, x f32 in shared memory:
 //   full    the loads and the dot, as the engine's loop
@@ -367,15 +367,6 @@ struct fp8_cut : mvr_fmt<WK_FP8_E4M3> {
     return __uint_as_float(w.d) * (a0 + a1);
   }
 };
-template <int T, class FC = void>
-struct fdot_fmt {
-  using type = FC;
-};
-template <int T>
-struct fdot_fmt<T, void> {
-  using type = mvr_fmt<T>;
-};
-
 //   engine  full, plus the engine's per-launch work around the loop: the
 //           first D items loaded, then the dependent-launch trigger and wait,
 //           x staged from global memory after the wait (a barrier), and each
@@ -383,9 +374,8 @@ struct fdot_fmt<T, void> {
 enum { F_FULL, F_LOADS, F_L1, F_ENGINE };
 __device__ float g_fx[4096];       // F_ENGINE's x in global memory
 __device__ float g_fy[1 << 17];    // F_ENGINE's row sums
-template <int T, int MODE, int D, class FC = void>
+template <int T, int MODE, int D, class F = mvr_fmt<T>>
 __global__ void __launch_bounds__(1024, 1) k_fdot(const uint8_t *p, size_t n, uint32_t *out) {
-  using F = typename fdot_fmt<T, FC>::type;
   using W = typename F::w_t;
   constexpr int COLS = 4096, BPS = 32 / F::LPB, BYTES = qtype<T>::BYTES;
   constexpr int BPR = COLS / qtype<T>::BLOCK;
@@ -402,13 +392,14 @@ __global__ void __launch_bounds__(1024, 1) k_fdot(const uint8_t *p, size_t n, ui
   W w[D + 1];
   float acc = 0.0f;
   uint32_t fold = 0;
-  size_t nl = s.u0;
-  auto load = [&](W &r) {
+  size_t nl = s.u0, cu = s.u0;  // the next unit to load, to compute
+  auto load = [&](W &r, int) {
     const size_t u = MODE == F_L1 ? (nl & 1) : nl;
     F::load(r, p + UNIT * u + (size_t)BYTES * sub, j);
     nl++;
   };
-  auto compute = [&](const W &r, size_t u) {
+  auto compute = [&](const W &r, int) {
+    const size_t u = cu++;
     if (MODE == F_LOADS) {
       const uint32_t *q = (const uint32_t *)&r;
 #pragma unroll
@@ -425,30 +416,23 @@ __global__ void __launch_bounds__(1024, 1) k_fdot(const uint8_t *p, size_t n, ui
       acc = 0.0f;
     }
   };
-  for (int k = 0; k < D && nl < s.u1; k++) load(w[k]);
+  const int total = (int)(s.u1 - s.u0);
+  for (int k = 0; k < D && k < total; k++) load(w[k], 0);
   if (MODE == F_ENGINE) {
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
     asm volatile("griddepcontrol.wait;" ::: "memory");
     for (int i = threadIdx.x; i < COLS / 4; i += blockDim.x) fx[i] = __ldcg((const float4 *)g_fx + i);
     __syncthreads();
   }
-  for (size_t u = s.u0; u < s.u1; u += D + 1) {
-#pragma unroll
-    for (int k = 0; k <= D; k++) {
-      if (u + k >= s.u1) break;
-      if (nl < s.u1) load(w[(k + D) % (D + 1)]);
-      compute(w[k], u + k);
-    }
-  }
+  mvr_ring<D, false>(w, total, load, compute);
   if (acc == 1234.5f || fold == 0x12345678u) out[0] = __float_as_uint(acc) ^ fold;
 }
 
-template <int T, int MODE, int D, class FC = void>
+template <int T, int MODE, int D, class F = mvr_fmt<T>>
 static void fdot_row(const char *name, const uint8_t *buf, uint32_t *out, double bw) {
-  using F = typename fdot_fmt<T, FC>::type;
   char nm[64];
   snprintf(nm, sizeof nm, "%s D%d", name, D);
-  row(nm, k_fdot<T, MODE, D, FC>, 1024, 4096 * sizeof(float), (size_t)(32 / F::LPB) * qtype<T>::BYTES,
+  row(nm, k_fdot<T, MODE, D, F>, 1024, 4096 * sizeof(float), (size_t)(32 / F::LPB) * qtype<T>::BYTES,
       buf, out, bw);
 }
 
